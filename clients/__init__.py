@@ -1,0 +1,1 @@
+"""Clients of policyd: the CLI, the controller and the renderers."""

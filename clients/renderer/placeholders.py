@@ -1,0 +1,65 @@
+"""The placeholders OME fills in a runner from the InferenceService's metadata, with Go
+template semantics for exactly these forms (spaces inside the braces allowed):
+
+    {{.Name}}  {{.Namespace}}  {{.Labels.key}}  {{.Annotations.key}}
+    {{index .Labels `key`}}  {{index .Annotations `key`}}   (also "key", as Go accepts)
+
+A missing label or annotation gives ``<no value>`` in the field form and an empty string
+with index. Any other brace text, such as a Jinja chat template, is left as it is: this is
+not a template engine.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from clients.renderer.parts import map_runners
+
+_NO_VALUE = "<no value>"  # what Go's text/template prints for a missing map key
+_PLACEHOLDER = re.compile(
+    r"\{\{\s*(?:"
+    r"\.(?P<field>Name|Namespace)"
+    r"|\.(?P<map>Labels|Annotations)\.(?P<key>[^\W\d]\w*)"
+    r"|index\s+\.(?P<imap>Labels|Annotations)\s+(?:`(?P<raw>[^`]*)`|\"(?P<quoted>[^\"\\]*)\")"
+    r")\s*\}\}"
+)
+
+
+def fill_placeholders(component: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The component with the placeholders in every string of its runners filled in."""
+    return map_runners(component, lambda runner: _fill(runner, metadata))
+
+
+def fill_text(text: str, metadata: Mapping[str, Any]) -> str:
+    """``text`` with each placeholder replaced by its value from ``metadata``."""
+    if "{{" not in text:
+        return text
+    return _PLACEHOLDER.sub(lambda match: _value(match, metadata), text)
+
+
+def _value(match: re.Match[str], metadata: Mapping[str, Any]) -> str:
+    if match["field"]:
+        return str(metadata.get(match["field"].lower()) or "")
+    if match["map"]:
+        found = _string_map(metadata, match["map"]).get(match["key"])
+        return _NO_VALUE if found is None else str(found)
+    key = match["raw"] if match["raw"] is not None else match["quoted"]
+    found = _string_map(metadata, match["imap"]).get(key)
+    return "" if found is None else str(found)
+
+
+def _string_map(metadata: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = metadata.get(name.lower())
+    return value if isinstance(value, Mapping) else {}
+
+
+def _fill(value: Any, metadata: Mapping[str, Any]) -> Any:
+    if isinstance(value, str):
+        return fill_text(value, metadata)
+    if isinstance(value, Mapping):
+        return {key: _fill(item, metadata) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fill(item, metadata) for item in value]
+    return value

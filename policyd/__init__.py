@@ -1,0 +1,1 @@
+"""policyd: the runtime-selection policy service for OME-style LLM serving."""

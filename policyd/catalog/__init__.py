@@ -1,0 +1,1 @@
+"""Immutable, versioned snapshots of the runtimes and models policyd decides over."""

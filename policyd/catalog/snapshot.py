@@ -1,0 +1,73 @@
+"""A catalog snapshot: what runtimes and models exist, at one revision."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
+
+Key = tuple[str, str, str]  # kind, namespace ("" at cluster scope), name
+CatalogObject = BaseModel | ServingRuntime
+
+
+def key_of(obj: CatalogObject) -> Key:
+    return (obj.kind, obj.meta.namespace, obj.meta.name)
+
+
+def digest(docs: Iterable[Mapping[str, Any]]) -> str:
+    h = hashlib.sha256()
+    for doc in docs:
+        h.update(json.dumps(doc, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    revision: str
+    runtimes: Mapping[Key, ServingRuntime]
+    models: Mapping[Key, BaseModel]
+
+    @staticmethod
+    def of(objects: Iterable[CatalogObject], revision: str = "") -> Catalog:
+        runtimes: dict[Key, ServingRuntime] = {}
+        models: dict[Key, BaseModel] = {}
+        for obj in objects:
+            if isinstance(obj, ServingRuntime):
+                runtimes[key_of(obj)] = obj
+            else:
+                models[key_of(obj)] = obj
+        return Catalog(revision or digest(o.raw for o in (*runtimes.values(), *models.values())), runtimes, models)
+
+    def overlay(self, objects: list[CatalogObject], isolated: bool) -> Catalog:
+        """This catalog with ``objects`` added or replaced (or only ``objects`` when isolated), for one request."""
+        if not objects and not isolated:
+            return self
+        base: list[CatalogObject] = [] if isolated else [*self.runtimes.values(), *self.models.values()]
+        extra = digest(o.raw for o in objects)
+        return Catalog.of([*base, *objects], f"{'' if isolated else self.revision + '+'}{extra}")
+
+    def in_scope(self, namespace: str) -> list[ServingRuntime]:
+        """The runtimes an InferenceService in ``namespace`` may use: its namespace's
+        ServingRuntimes, then every ClusterServingRuntime, each by name."""
+        namespaced = sorted(
+            (r for (kind, ns, _), r in self.runtimes.items() if kind == "ServingRuntime" and ns == namespace),
+            key=lambda r: r.meta.name,
+        )
+        cluster = sorted(
+            (r for (kind, _, _), r in self.runtimes.items() if kind == "ClusterServingRuntime"),
+            key=lambda r: r.meta.name,
+        )
+        return [*namespaced, *cluster]
+
+    def runtime(self, kind: str, namespace: str, name: str) -> ServingRuntime | None:
+        return self.runtimes.get((kind, namespace if kind == "ServingRuntime" else "", name))
+
+    def model_for(self, isvc: InferenceService) -> BaseModel | None:
+        if isvc.model is None:
+            return None
+        namespace = isvc.meta.namespace if isvc.model.kind == "BaseModel" else ""
+        return self.models.get((isvc.model.kind, namespace, isvc.model.name))

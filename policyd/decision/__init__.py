@@ -1,0 +1,1 @@
+"""Pure, deterministic decisions: select, explain, resolve, effective modes."""

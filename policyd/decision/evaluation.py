@@ -1,0 +1,111 @@
+"""Judge each runtime in scope for one subject: facts in, rules engine, verdicts out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from policyd.facts.derive import Defaults, Record, Subject, records, subject_facts
+from policyd.policy import templates
+from policyd.policy.engine import RecordVerdict
+from policyd.policy.model import Rule
+from policyd.policy.revision import Revision
+from policyd.resources.objects import ServingRuntime
+from policyd.semantics.sizes import range_distance
+
+
+@dataclass(frozen=True)
+class Reason:
+    rule_id: str
+    effect: str
+    component: str
+    model_value: str
+    runtime_value: str
+    message: str
+    entry_index: int
+    # the "does not declare support" detail used when the runtime is named explicitly
+    detail: str
+
+
+@dataclass(frozen=True)
+class RuntimeEvaluation:
+    runtime: ServingRuntime
+    selectable: bool
+    compatible: bool
+    score: int
+    entry_index: int  # best entry for the decision, -1 when none
+    reason: Reason | None  # first reason in rule order, None when selectable
+    compat_reason: Reason | None  # why it does not declare support, None when compatible
+    advisories: tuple[Reason, ...]
+    size_distance: float
+    name_matched_entry: int  # first entry whose format and framework names match, -1 when none
+
+
+def make_reason(rule: Rule, record: Mapping[str, Any], messages: Mapping[str, str]) -> Reason:
+    message = templates.render(rule.reason, record)
+    values = {**record, "reason": message}
+    detail_template = rule.advisory or messages["incompatible"]
+    return Reason(
+        rule_id=rule.id,
+        effect=rule.effect,
+        component=templates.render(rule.component, record),
+        model_value=templates.render(rule.model_value, record),
+        runtime_value=templates.render(rule.runtime_value, record),
+        message=message,
+        entry_index=int(record["entry_index"]) if rule.applies_to == "entry" else -1,
+        detail=templates.render(detail_template, values),
+    )
+
+
+def _evaluate_one(
+    runtime: ServingRuntime,
+    recs: Sequence[Record],
+    verdicts: Sequence[RecordVerdict],
+    revision: Revision,
+    model_size: float | None,
+) -> RuntimeEvaluation:
+    policy = revision.policy
+    compat = [i for i, v in enumerate(verdicts) if v.compat is None]
+    selectable = [i for i in compat if verdicts[i].select is None]
+    pool = selectable or compat
+    scores = {i: policy.scoring.entry_score(recs[i]) + verdicts[i].points for i in pool}
+    best = max(pool, key=lambda i: (scores[i], -i)) if pool else -1
+    reason_rule: Rule | None = None
+    at = 0
+    if not selectable:
+        at = compat[0] if compat else 0
+        reason_rule = verdicts[at].select if compat else verdicts[at].first
+    first_compat_rule = verdicts[0].compat if not compat else None
+    rng = runtime.size_range
+    names = [i for i, r in enumerate(recs) if r["format_name_match"] and r["framework_name_match"]]
+    return RuntimeEvaluation(
+        runtime=runtime,
+        selectable=bool(selectable),
+        compatible=bool(compat),
+        score=scores[best] if best >= 0 else 0,
+        entry_index=int(recs[best]["entry_index"]) if best >= 0 else -1,
+        reason=make_reason(reason_rule, recs[at], policy.messages) if reason_rule else None,
+        compat_reason=make_reason(first_compat_rule, recs[0], policy.messages) if first_compat_rule else None,
+        advisories=tuple(
+            make_reason(rule, recs[best if best >= 0 else 0], policy.messages)
+            for rule in verdicts[best if best >= 0 else 0].advisories
+        ),
+        size_distance=0.0 if rng is None or model_size is None else range_distance(model_size, rng.min, rng.max),
+        name_matched_entry=int(recs[names[0]]["entry_index"]) if names else -1,
+    )
+
+
+def evaluate(revision: Revision, subject: Subject, runtimes: Sequence[ServingRuntime]) -> list[RuntimeEvaluation]:
+    """One evaluation per runtime, in the order given. All records go to the engine in one batch."""
+    policy = revision.policy
+    defaults = Defaults(policy.scoring.default_weight, policy.scoring.default_priority)
+    base = subject_facts(subject)
+    per_runtime = [records(subject, base, rt, defaults) for rt in runtimes]
+    flat = [r for recs in per_runtime for r in recs]
+    verdicts = revision.engine.evaluate(flat)
+    out, at = [], 0
+    for runtime, recs in zip(runtimes, per_runtime, strict=True):
+        out.append(_evaluate_one(runtime, recs, verdicts[at : at + len(recs)], revision, subject.model.size))
+        at += len(recs)
+    return out

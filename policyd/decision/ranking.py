@@ -1,0 +1,28 @@
+"""Rank selectable runtimes by the keys the rules declare."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from policyd.decision.evaluation import RuntimeEvaluation
+from policyd.policy.model import RankKey
+
+
+def _value(key: RankKey) -> Callable[[RuntimeEvaluation], Any]:
+    if key.key == "kind":
+        order = list(key.order)
+        return lambda e: order.index(e.runtime.kind) if e.runtime.kind in order else len(order)
+    if key.key == "score":
+        return lambda e: e.score
+    if key.key == "size_distance":
+        return lambda e: e.size_distance
+    return lambda e: e.runtime.meta.name
+
+
+def rank(evaluations: Sequence[RuntimeEvaluation], keys: Sequence[RankKey]) -> list[RuntimeEvaluation]:
+    """Selectable runtimes, best first. Stable sorts from the last key to the first."""
+    ranked = [e for e in evaluations if e.selectable]
+    for key in reversed(keys):
+        ranked.sort(key=_value(key), reverse=key.direction == "desc")
+    return ranked

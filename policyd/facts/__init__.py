@@ -1,0 +1,1 @@
+"""Flat fact records the rules test: one per (request, runtime, supportedModelFormats entry)."""

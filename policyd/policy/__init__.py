@@ -1,0 +1,1 @@
+"""The policy as data: rule files, their schema, compilation to durable-rules and evaluation."""

@@ -1,0 +1,37 @@
+"""A servable rules revision: the checked policy with its compiled engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from policyd.policy.engine import RuleEngine
+from policyd.policy.loader import RuleFileError, load_policy
+from policyd.policy.model import Policy
+from policyd.policy.selftest import run_tests
+
+
+@dataclass(frozen=True)
+class Revision:
+    policy: Policy
+    engine: RuleEngine
+    tests_run: int
+
+    @property
+    def id(self) -> str:
+        return self.policy.revision
+
+
+def build_revision(directory: Path) -> Revision:
+    """Load, compile and self-test ``directory``; RuleFileError when any step fails."""
+    policy = load_policy(directory)
+    try:
+        engine = RuleEngine(policy.rules)
+    except Exception as err:  # durable-rules reports bad rulesets with bare errors
+        raise RuleFileError(str(directory), f"durable-rules refused the compiled rules: {err}") from None
+    count, failures = run_tests(policy, engine)
+    if failures:
+        first = failures[0]
+        more = f" (and {len(failures) - 1} more failing tests)" if len(failures) > 1 else ""
+        raise RuleFileError(first.rule.source, f"test {first.test}: {first.message}{more}", first.rule.id, first.rule.line)
+    return Revision(policy, engine, count)

@@ -1,0 +1,1 @@
+"""Typed, validated OME objects, parsed from manifests or from the protobuf contract."""

@@ -1,0 +1,83 @@
+"""Typed reads from a manifest dict, each failure naming the field path."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from policyd.errors import InvalidInput
+
+Doc = Mapping[str, Any]
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), type(value).__name__)
+
+
+def obj(doc: Doc, key: str, path: str, required: bool = False) -> Doc | None:
+    value = doc.get(key)
+    if value is None:
+        if required:
+            raise InvalidInput(path, "is required")
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidInput(path, f"must be an object, got {_type_name(value)}")
+    return value
+
+
+def string(doc: Doc, key: str, path: str, required: bool = False) -> str:
+    value = doc.get(key)
+    if value is None or value == "":
+        if required:
+            raise InvalidInput(path, "is required")
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise InvalidInput(path, f"must be a string, got {_type_name(value)}")
+    return str(value)
+
+
+def boolean(doc: Doc, key: str, path: str, default: bool) -> bool:
+    value = doc.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InvalidInput(path, f"must be true or false, got {value!r}")
+    return value
+
+
+def integer(doc: Doc, key: str, path: str) -> int | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+        raise InvalidInput(path, f"must be an integer, got {value!r}")
+    return int(value)
+
+
+def items(doc: Doc, key: str, path: str) -> list[Any]:
+    value = doc.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidInput(path, f"must be a list, got {_type_name(value)}")
+    return value
+
+
+def string_map(doc: Doc, key: str, path: str) -> dict[str, str]:
+    value = obj(doc, key, path)
+    if value is None:
+        return {}
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if v is None:
+            continue
+        if isinstance(v, dict | list):
+            raise InvalidInput(f"{path}[{k}]", f"must be a string, got {_type_name(v)}")
+        out[str(k)] = v if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
+    return out
+
+
+def one_of(value: str, allowed: tuple[str, ...], path: str, what: str) -> str:
+    if value not in allowed:
+        raise InvalidInput(path, f"unknown {what} {value!r} (one of {', '.join(allowed)})")
+    return value

@@ -1,0 +1,266 @@
+"""The one parser from Kubernetes manifests (dicts, YAML text) to resources."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import yaml
+
+from policyd.errors import InvalidInput
+from policyd.resources import fields as f
+from policyd.resources.objects import (
+    ISVC_KIND,
+    MODEL_KINDS,
+    PIPELINE_COMPONENTS,
+    RUNTIME_KINDS,
+    BaseModel,
+    Entry,
+    InferenceService,
+    Meta,
+    ModelRef,
+    Pipeline,
+    PipelineComponent,
+    RuntimeRef,
+    ServingRuntime,
+    SizeRange,
+    VersionedName,
+)
+from policyd.semantics.modes import COMPONENTS, check_mode
+from policyd.semantics.sizes import parse_size
+from policyd.semantics.versions import check_operator, parse_version
+
+OME_GROUP = "ome.io/"
+Resource = BaseModel | ServingRuntime | InferenceService
+
+
+def load_documents(text: str, source: str = "input") -> list[dict[str, Any]]:
+    """Every non-empty document of a (multi-document) YAML or JSON text."""
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:
+        raise InvalidInput(source, f"not valid YAML: {err}") from None
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise InvalidInput(f"{source}[{i}]", "a manifest must be an object")
+    return docs
+
+
+def parse_object(doc: Mapping[str, Any]) -> Resource:
+    """Any supported OME object, by its kind."""
+    kind = f.string(doc, "kind", "kind", required=True)
+    if kind in MODEL_KINDS:
+        return parse_model(doc)
+    if kind in RUNTIME_KINDS:
+        return parse_runtime(doc)
+    if kind == ISVC_KIND:
+        return parse_inference_service(doc)
+    raise InvalidInput("kind", f"unknown kind {kind!r} (one of {', '.join((*MODEL_KINDS, *RUNTIME_KINDS, ISVC_KIND))})")
+
+
+def is_ome_object(doc: Mapping[str, Any]) -> bool:
+    api = doc.get("apiVersion")
+    return not isinstance(api, str) or api.startswith(OME_GROUP)
+
+
+def _meta(doc: Mapping[str, Any], namespaced: bool) -> Meta:
+    meta = f.obj(doc, "metadata", "metadata", required=True) or {}
+    name = f.string(meta, "name", "metadata.name", required=True)
+    namespace = f.string(meta, "namespace", "metadata.namespace")
+    return Meta(
+        name=name,
+        namespace=namespace if namespaced else "",
+        labels=f.string_map(meta, "labels", "metadata.labels"),
+        annotations=f.string_map(meta, "annotations", "metadata.annotations"),
+    )
+
+
+def _versioned(doc: Mapping[str, Any] | None, path: str, entry: bool) -> VersionedName | None:
+    if doc is None:
+        return None
+    name = f.string(doc, "name", f"{path}.name", required=entry)
+    version = f.string(doc, "version", f"{path}.version")
+    weight = f.integer(doc, "weight", f"{path}.weight")
+    return VersionedName(
+        name=name,
+        version=version,
+        parsed=parse_version(version, f"{path}.version") if version else None,
+        operator=check_operator(f.string(doc, "operator", f"{path}.operator"), f"{path}.operator"),
+        weight=1 if weight is None else weight,
+        weight_set=weight is not None,
+    )
+
+
+def _component(doc: Mapping[str, Any], key: str, path: str) -> PipelineComponent | None:
+    value = f.obj(doc, key, path)
+    if value is None:
+        return None
+    library = value.get("library")
+    kind = value.get("type")
+    return PipelineComponent(
+        library=None if library is None else f.string(value, "library", f"{path}.library"),
+        type=None if kind is None else f.string(value, "type", f"{path}.type"),
+    )
+
+
+def _pipeline(doc: Mapping[str, Any], path: str) -> Pipeline | None:
+    value = f.obj(doc, "diffusionPipeline", path)
+    if value is None:
+        return None
+    components = {
+        name: comp
+        for name in PIPELINE_COMPONENTS
+        if (comp := _component(value, name, f"{path}.{name}")) is not None
+    }
+    extra = f.obj(value, "additionalComponents", f"{path}.additionalComponents") or {}
+    additional = {
+        str(key): comp
+        for key in extra
+        if (comp := _component(extra, key, f"{path}.additionalComponents.{key}")) is not None
+    }
+    class_name = value.get("className")
+    return Pipeline(
+        class_name=None if class_name is None else f.string(value, "className", f"{path}.className"),
+        components=components,
+        additional=additional,
+    )
+
+
+def parse_model(doc: Mapping[str, Any]) -> BaseModel:
+    kind = f.one_of(f.string(doc, "kind", "kind", required=True), MODEL_KINDS, "kind", "model kind")
+    meta = _meta(doc, namespaced=kind == "BaseModel")
+    spec = f.obj(doc, "spec", "spec") or {}
+    size_text = f.string(spec, "modelParameterSize", "spec.modelParameterSize")
+    storage = f.obj(spec, "storage", "spec.storage") or {}
+    return BaseModel(
+        kind=kind,
+        meta=meta,
+        format=_versioned(f.obj(spec, "modelFormat", "spec.modelFormat"), "spec.modelFormat", entry=False),
+        framework=_versioned(f.obj(spec, "modelFramework", "spec.modelFramework"), "spec.modelFramework", entry=False),
+        architecture=f.string(spec, "modelArchitecture", "spec.modelArchitecture"),
+        quantization=f.string(spec, "quantization", "spec.quantization"),
+        size=parse_size(size_text, "spec.modelParameterSize") if size_text else None,
+        size_text=size_text,
+        pipeline=_pipeline(spec, "spec.diffusionPipeline"),
+        disabled=f.boolean(spec, "disabled", "spec.disabled", False),
+        distribution=f.string(spec, "distribution", "spec.distribution"),
+        storage_uri=f.string(storage, "storageUri", "spec.storage.storageUri"),
+        storage_path=f.string(storage, "path", "spec.storage.path"),
+        raw=doc,
+    )
+
+
+def _entry(doc: Any, index: int) -> Entry:
+    path = f"spec.supportedModelFormats[{index}]"
+    if not isinstance(doc, Mapping):
+        raise InvalidInput(path, "must be an object")
+    model_format = _versioned(f.obj(doc, "modelFormat", f"{path}.modelFormat", required=True), f"{path}.modelFormat", True)
+    framework = _versioned(
+        f.obj(doc, "modelFramework", f"{path}.modelFramework", required=True), f"{path}.modelFramework", True
+    )
+    assert model_format is not None and framework is not None  # required=True above
+    return Entry(
+        index=index,
+        format=model_format,
+        framework=framework,
+        architecture=f.string(doc, "modelArchitecture", f"{path}.modelArchitecture"),
+        quantization=f.string(doc, "quantization", f"{path}.quantization"),
+        auto_select=f.boolean(doc, "autoSelect", f"{path}.autoSelect", False),
+        priority=f.integer(doc, "priority", f"{path}.priority"),
+        pipeline=_pipeline(doc, f"{path}.diffusionPipeline"),
+        accelerator_config=f.obj(doc, "acceleratorConfig", f"{path}.acceleratorConfig") or {},
+    )
+
+
+def _images(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every runner image the runtime declares, in document order."""
+    found: list[str] = []
+
+    def walk(node: Any) -> Iterator[str]:
+        if isinstance(node, Mapping):
+            runner = node.get("runner")
+            if isinstance(runner, Mapping) and isinstance(runner.get("image"), str):
+                yield runner["image"]
+            for key in ("leader", "worker"):
+                yield from walk(node.get(key))
+
+    for component in COMPONENTS:
+        found.extend(walk(spec.get(f"{component}Config")))
+    return tuple(found)
+
+
+def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
+    kind = f.one_of(f.string(doc, "kind", "kind", required=True), RUNTIME_KINDS, "kind", "runtime kind")
+    meta = _meta(doc, namespaced=kind == "ServingRuntime")
+    spec = f.obj(doc, "spec", "spec") or {}
+    entries = tuple(_entry(e, i) for i, e in enumerate(f.items(spec, "supportedModelFormats", "spec.supportedModelFormats")))
+    size_range = None
+    if (rng := f.obj(spec, "modelSizeRange", "spec.modelSizeRange")) is not None:
+        low = f.string(rng, "min", "spec.modelSizeRange.min")
+        high = f.string(rng, "max", "spec.modelSizeRange.max")
+        if low or high:
+            size_range = SizeRange(
+                min_text=low,
+                max_text=high,
+                min=parse_size(low, "spec.modelSizeRange.min") if low else 0.0,
+                max=parse_size(high, "spec.modelSizeRange.max") if high else float("inf"),
+            )
+    classes = None
+    if (req := f.obj(spec, "acceleratorRequirements", "spec.acceleratorRequirements")) is not None:
+        raw_classes = f.items(req, "acceleratorClasses", "spec.acceleratorRequirements.acceleratorClasses")
+        classes = tuple(str(c) for c in raw_classes)
+    components = {}
+    for name in COMPONENTS:
+        config = f.obj(spec, f"{name}Config", f"spec.{name}Config")
+        if config is not None:
+            components[name] = f.string_map(config, "annotations", f"spec.{name}Config.annotations")
+    return ServingRuntime(
+        kind=kind,
+        meta=meta,
+        entries=entries,
+        size_range=size_range,
+        accelerator_classes=classes,
+        disabled=f.boolean(spec, "disabled", "spec.disabled", False),
+        components=components,
+        images=_images(spec),
+        raw=doc,
+    )
+
+
+def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
+    kind = f.string(doc, "kind", "kind") or ISVC_KIND
+    f.one_of(kind, (ISVC_KIND,), "kind", "kind")
+    meta = _meta(doc, namespaced=True)
+    spec = f.obj(doc, "spec", "spec", required=True) or {}
+    model = None
+    if (ref := f.obj(spec, "model", "spec.model")) is not None:
+        model_kind = f.string(ref, "kind", "spec.model.kind") or "ClusterBaseModel"
+        model = ModelRef(
+            name=f.string(ref, "name", "spec.model.name", required=True),
+            kind=f.one_of(model_kind, MODEL_KINDS, "spec.model.kind", "model kind"),
+        )
+    runtime = None
+    if (ref := f.obj(spec, "runtime", "spec.runtime")) is not None:
+        runtime_kind = f.string(ref, "kind", "spec.runtime.kind")
+        runtime = RuntimeRef(
+            name=f.string(ref, "name", "spec.runtime.name", required=True),
+            kind=f.one_of(runtime_kind or "ClusterServingRuntime", RUNTIME_KINDS, "spec.runtime.kind", "runtime kind"),
+            kind_set=bool(runtime_kind),
+            auto_sync=f.boolean(ref, "autoSync", "spec.runtime.autoSync", True),
+            revision=f.string(ref, "revision", "spec.runtime.revision"),
+        )
+    components = {}
+    for name in COMPONENTS:
+        component = f.obj(spec, name, f"spec.{name}")
+        if component is not None:
+            components[name] = f.string_map(component, "annotations", f"spec.{name}.annotations")
+    selector = f.obj(spec, "acceleratorSelector", "spec.acceleratorSelector") or {}
+    return InferenceService(
+        meta=meta,
+        model=model,
+        runtime=runtime,
+        deployment_mode=check_mode(f.string(spec, "deploymentMode", "spec.deploymentMode"), "spec.deploymentMode"),
+        components=components,
+        accelerator_class=f.string(selector, "acceleratorClass", "spec.acceleratorSelector.acceleratorClass"),
+        raw=doc,
+    )

@@ -1,0 +1,131 @@
+"""The frozen objects the decision reads. ``raw`` keeps the whole manifest for renderers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policyd.semantics.versions import Version
+
+MODEL_KINDS = ("ClusterBaseModel", "BaseModel")
+RUNTIME_KINDS = ("ClusterServingRuntime", "ServingRuntime")
+ISVC_KIND = "InferenceService"
+PIPELINE_COMPONENTS = ("scheduler", "textEncoder", "tokenizer", "transformer", "vae")
+
+
+@dataclass(frozen=True)
+class Meta:
+    name: str
+    namespace: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VersionedName:
+    name: str
+    version: str = ""
+    parsed: Version | None = None
+    operator: str = "Equal"
+    weight: int = 1
+    weight_set: bool = False
+
+
+@dataclass(frozen=True)
+class PipelineComponent:
+    library: str | None = None
+    type: str | None = None
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    class_name: str | None = None
+    components: Mapping[str, PipelineComponent] = field(default_factory=dict)
+    additional: Mapping[str, PipelineComponent] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BaseModel:
+    kind: str
+    meta: Meta
+    format: VersionedName | None
+    framework: VersionedName | None
+    architecture: str
+    quantization: str
+    size: float | None
+    size_text: str
+    pipeline: Pipeline | None
+    disabled: bool
+    distribution: str
+    storage_uri: str
+    storage_path: str
+    raw: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One supportedModelFormats entry."""
+
+    index: int
+    format: VersionedName
+    framework: VersionedName
+    architecture: str
+    quantization: str
+    auto_select: bool
+    priority: int | None
+    pipeline: Pipeline | None
+    accelerator_config: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SizeRange:
+    min_text: str
+    max_text: str
+    min: float
+    max: float
+
+
+@dataclass(frozen=True)
+class ServingRuntime:
+    kind: str
+    meta: Meta
+    entries: tuple[Entry, ...]
+    size_range: SizeRange | None
+    accelerator_classes: tuple[str, ...] | None
+    disabled: bool
+    # component name -> annotations of engineConfig/decoderConfig/routerConfig, for declared configs only
+    components: Mapping[str, Mapping[str, str]]
+    images: tuple[str, ...]
+    raw: Mapping[str, Any]
+
+    @property
+    def namespaced(self) -> bool:
+        return self.kind == "ServingRuntime"
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    name: str
+    kind: str = "ClusterBaseModel"
+
+
+@dataclass(frozen=True)
+class RuntimeRef:
+    name: str
+    kind: str = "ClusterServingRuntime"
+    kind_set: bool = False
+    auto_sync: bool = True
+    revision: str = ""
+
+
+@dataclass(frozen=True)
+class InferenceService:
+    meta: Meta
+    model: ModelRef | None
+    runtime: RuntimeRef | None
+    deployment_mode: str
+    # declared components (engine, decoder, router) -> their annotations
+    components: Mapping[str, Mapping[str, str]]
+    accelerator_class: str
+    raw: Mapping[str, Any]

@@ -1,0 +1,1 @@
+"""Domain primitives of OME runtime matching, each defined once."""

@@ -1,0 +1,33 @@
+"""Model parameter sizes: ``500M``, ``7B``, ``1.24B``, ``1T``."""
+
+from __future__ import annotations
+
+import re
+
+from policyd.errors import InvalidInput
+
+UNITS = {"M": 10**6, "B": 10**9, "T": 10**12}
+_SIZE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[MBT])$")
+
+
+def parse_size(text: str, field: str = "size") -> float:
+    """Number of parameters in ``text``, or InvalidInput naming ``field``."""
+    match = _SIZE.match(text.strip().upper()) if isinstance(text, str) else None
+    if match is None:
+        raise InvalidInput(field, f"malformed size {text!r} (expected a number with unit M, B or T, e.g. 500M, 7B, 1T)")
+    return float(match.group("num")) * UNITS[match.group("unit")]
+
+
+def format_size(parameters: float) -> str:
+    """The shortest OME-style text for a parameter count (``7B``, ``1.24B``, ``500M``)."""
+    for unit in ("T", "B", "M"):
+        scaled = parameters / UNITS[unit]
+        if scaled >= 1:
+            return f"{round(scaled, 2):g}{unit}"
+    return f"{round(parameters / UNITS['M'], 2):g}M"
+
+
+def range_distance(size: float, low: float, high: float) -> float:
+    """How far a size range is from a model's size: the sum of the distances to
+    both ends, which is the range's width when the size lies inside it."""
+    return abs(size - low) + abs(high - size)

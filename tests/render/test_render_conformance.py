@@ -1,0 +1,52 @@
+"""The render/ conformance cases, run directly against render() (the gRPC runner lives elsewhere)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from clients.renderer import RenderInput, render
+
+from .paths import check
+from .schemas import schema_errors
+from .shared_data import RENDER_CASES
+
+CASES = sorted(RENDER_CASES.glob("*.yaml"))
+
+
+def _input(case: dict[str, Any]) -> RenderInput:
+    request = case["request"]
+    isvc = request["inferenceService"]
+    runtimes = [obj for obj in case["objects"] if obj["kind"] in ("ServingRuntime", "ClusterServingRuntime")]
+    named = isvc["spec"].get("runtime", {}).get("name")
+    if named:
+        runtime = next(r for r in runtimes if r["metadata"]["name"] == named)
+    else:
+        (runtime,) = runtimes
+    model_name = isvc["spec"].get("model", {}).get("name")
+    model = next(
+        (o for o in case["objects"] if o["kind"].endswith("BaseModel") and o["metadata"]["name"] == model_name), None
+    )
+    accelerator_class = request.get("acceleratorClass")
+    classes = {"engine": accelerator_class, "decoder": accelerator_class} if accelerator_class else {}
+    entry = runtime["spec"]["supportedModelFormats"][0]
+    return RenderInput(isvc, runtime, runtime["kind"], model, classes, entry.get("acceleratorConfig"))
+
+
+def test_render_cases_exist() -> None:
+    assert CASES, f"no render cases in {RENDER_CASES}"
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda path: Path(path).stem)
+def test_render_case_assertions_hold(path: Path) -> None:
+    case = yaml.safe_load(path.read_text())
+    assert case["request"]["action"] == "render"
+    result = render(_input(case))
+    root = {"workloads": result.objects, "errors": result.errors}
+    failures = [f for f in (check(root, a) for a in case["expect"]["assertions"]) if f]
+    assert not failures, failures
+    for obj in result.objects:
+        assert not schema_errors(obj), (obj["metadata"]["name"], schema_errors(obj))

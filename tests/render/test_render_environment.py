@@ -1,0 +1,97 @@
+"""004, "The engine, decoder and router": OME sets MODEL_PATH and PARALLELISM_SIZE in the
+engine's and the decoder's runner."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from clients.renderer.environment import apply_environment
+
+from .builders import MODEL_PATH, container, env, make_isvc, make_runtime, only, run, runner
+
+
+def _env(component: dict[str, Any], **options: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {"model_path": MODEL_PATH, "pods_per_replica": 1, "parallelism_overridden": False}
+    return env(apply_environment(component, **{**settings, **options})["runner"])
+
+
+def test_model_path_is_the_models_storage_path_when_the_inferenceservice_names_a_base_model() -> None:
+    deployment = only(run(make_isvc(engine={}), make_runtime(engineConfig={"runner": runner()})))
+    assert env(container(deployment))["MODEL_PATH"] == MODEL_PATH
+
+
+def test_model_path_is_left_as_the_runner_sets_it() -> None:
+    assert _env({"runner": runner(env=[{"name": "MODEL_PATH", "value": "/mine"}])})["MODEL_PATH"] == "/mine"
+
+
+def test_without_a_base_model_model_path_is_not_set_and_the_text_stays_literal() -> None:
+    deployment = only(run(make_isvc(model=False, engine={}), make_runtime(engineConfig={"runner": runner()})))
+    assert "MODEL_PATH" not in env(container(deployment))
+    assert container(deployment)["args"][0] == "--model-path=$(MODEL_PATH)"
+
+
+def test_model_path_and_parallelism_size_come_first_so_env_can_refer_to_them() -> None:
+    names = list(_env({"runner": runner(env=[{"name": "WEIGHTS", "value": "$(MODEL_PATH)/w"}])}))
+    assert names == ["MODEL_PATH", "PARALLELISM_SIZE", "WEIGHTS"]
+
+
+@pytest.mark.parametrize("gpus", [1, "1", 8, "8"])
+def test_parallelism_size_is_the_gpus_in_each_pod_as_a_string(gpus: int | str) -> None:
+    resources = {"limits": {"nvidia.com/gpu": gpus}}
+    assert _env({"runner": runner(resources=resources)})["PARALLELISM_SIZE"] == str(gpus)
+
+
+def test_parallelism_size_counts_gpu_limits_else_requests() -> None:
+    assert _env({"runner": runner(resources={"requests": {"nvidia.com/gpu": 2}})})["PARALLELISM_SIZE"] == "2"
+    both = {"requests": {"nvidia.com/gpu": 2}, "limits": {"nvidia.com/gpu": 4}}
+    assert _env({"runner": runner(resources=both)})["PARALLELISM_SIZE"] == "4"
+
+
+def test_parallelism_size_replaces_any_value_the_user_set() -> None:
+    assert _env({"runner": runner(env=[{"name": "PARALLELISM_SIZE", "value": "99"}])})["PARALLELISM_SIZE"] == "1"
+
+
+def test_parallelism_size_is_unset_for_a_runner_without_gpus() -> None:
+    mine = [{"name": "PARALLELISM_SIZE", "value": "99"}]
+    assert "PARALLELISM_SIZE" not in _env({"runner": runner(resources={"limits": {"cpu": "1"}}, env=mine)})
+    assert "PARALLELISM_SIZE" not in _env({"runner": runner(resources={"limits": {"nvidia.com/gpu": 0}})})
+
+
+def test_parallelism_size_is_unset_when_accelerator_config_sets_tensor_parallelism_override() -> None:
+    assert "PARALLELISM_SIZE" not in _env({"runner": runner()}, parallelism_overridden=True)
+    config = {"nvidia-l40s": {"tensorParallelismOverride": {"tensorParallelSize": 1}}}
+    runtime = make_runtime(engineConfig={"runner": runner()})
+    deployment = only(run(make_isvc(engine={}), runtime, {"engine": "nvidia-l40s"}, config))
+    assert "PARALLELISM_SIZE" not in env(container(deployment))
+
+
+def test_parallelism_size_multinode_4_gpus_times_1_plus_worker_size_1_is_8() -> None:
+    gpus = {"requests": {"nvidia.com/gpu": "4"}, "limits": {"nvidia.com/gpu": "4"}}
+    runtime = make_runtime(
+        engineConfig={
+            "annotations": {"ome.io/deploymentMode": "MultiNode"},
+            "leader": {"runner": runner(resources=gpus)},
+            "worker": {"size": 1, "runner": runner(resources=gpus)},
+        }
+    )
+    lws = only(run(make_isvc(engine={}), runtime), "LeaderWorkerSet")
+    assert env(container(lws, "leaderTemplate"))["PARALLELISM_SIZE"] == "8"
+    assert env(container(lws, "workerTemplate"))["PARALLELISM_SIZE"] == "8"
+    assert env(container(lws, "workerTemplate"))["MODEL_PATH"] == MODEL_PATH
+
+
+def test_the_router_gets_neither_variable() -> None:
+    runtime = make_runtime(engineConfig={"runner": runner()}, routerConfig={"runner": runner()})
+    result = run(make_isvc(engine={}, router={}), runtime)
+    router = container(next(o for o in result.objects if o["metadata"]["name"] == "svc-router"))
+    assert "MODEL_PATH" not in env(router) and "PARALLELISM_SIZE" not in env(router)
+
+
+def test_a_gpu_count_that_is_not_a_whole_number_is_an_error_naming_the_field() -> None:
+    runtime = make_runtime(engineConfig={"runner": runner(resources={"limits": {"nvidia.com/gpu": "1.5"}})})
+    result = run(make_isvc(engine={}), runtime)
+    assert result.errors == [
+        "engine.runner.resources.limits[nvidia.com/gpu]: must be a whole number of GPUs, got '1.5'"
+    ]
