@@ -719,6 +719,51 @@ class DeleteObjectsResponse(_message.Message):
 Global___DeleteObjectsResponse: _TypeAlias = DeleteObjectsResponse  # noqa: Y015
 
 @_typing.final
+class GetObjectsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEYS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def keys(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectKey]: ...
+    def __init__(
+        self,
+        *,
+        keys: _abc.Iterable[Global___ObjectKey] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["keys", b"keys"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetObjectsRequest: _TypeAlias = GetObjectsRequest  # noqa: Y015
+
+@_typing.final
+class GetObjectsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OBJECTS_FIELD_NUMBER: _builtins.int
+    CATALOG_REVISION_FIELD_NUMBER: _builtins.int
+    catalog_revision: _builtins.str
+    @_builtins.property
+    def objects(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Object]:
+        """One per key, in order; an empty Object when the key is not in the catalog."""
+
+    def __init__(
+        self,
+        *,
+        objects: _abc.Iterable[_resources_pb2.Object] | None = ...,
+        catalog_revision: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog_revision", b"catalog_revision", "objects", b"objects"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetObjectsResponse: _TypeAlias = GetObjectsResponse  # noqa: Y015
+
+@_typing.final
 class GetStatusRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

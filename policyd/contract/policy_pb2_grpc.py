@@ -71,6 +71,11 @@ class PolicyServiceStub:
                 request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.DeleteObjectsRequest.SerializeToString,
                 response_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.DeleteObjectsResponse.FromString,
                 _registered_method=True)
+        self.GetObjects = channel.unary_unary(
+                '/ome.policy.v1.PolicyService/GetObjects',
+                request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.GetObjectsRequest.SerializeToString,
+                response_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.GetObjectsResponse.FromString,
+                _registered_method=True)
         self.GetStatus = channel.unary_unary(
                 '/ome.policy.v1.PolicyService/GetStatus',
                 request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.GetStatusRequest.SerializeToString,
@@ -134,6 +139,13 @@ class PolicyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetObjects(self, request, context):
+        """Catalog objects by key, as manifests (for renderers and the CLI).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetStatus(self, request, context):
         """Rules and catalog revisions, and the last rules reload attempt.
         """
@@ -178,6 +190,11 @@ def add_PolicyServiceServicer_to_server(servicer, server):
                     servicer.DeleteObjects,
                     request_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.DeleteObjectsRequest.FromString,
                     response_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.DeleteObjectsResponse.SerializeToString,
+            ),
+            'GetObjects': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetObjects,
+                    request_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.GetObjectsRequest.FromString,
+                    response_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.GetObjectsResponse.SerializeToString,
             ),
             'GetStatus': grpc.unary_unary_rpc_method_handler(
                     servicer.GetStatus,
@@ -376,6 +393,33 @@ class PolicyService:
             '/ome.policy.v1.PolicyService/DeleteObjects',
             ome_dot_policy_dot_v1_dot_policy__pb2.DeleteObjectsRequest.SerializeToString,
             ome_dot_policy_dot_v1_dot_policy__pb2.DeleteObjectsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetObjects(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ome.policy.v1.PolicyService/GetObjects',
+            ome_dot_policy_dot_v1_dot_policy__pb2.GetObjectsRequest.SerializeToString,
+            ome_dot_policy_dot_v1_dot_policy__pb2.GetObjectsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -53,6 +53,8 @@ class PolicyServiceStub:
     """Add or replace catalog objects (the controller keeps the catalog in sync with this)."""
     DeleteObjects: _grpc.UnaryUnaryMultiCallable[_policy_pb2.DeleteObjectsRequest, _policy_pb2.DeleteObjectsResponse]
     """Remove catalog objects."""
+    GetObjects: _grpc.UnaryUnaryMultiCallable[_policy_pb2.GetObjectsRequest, _policy_pb2.GetObjectsResponse]
+    """Catalog objects by key, as manifests (for renderers and the CLI)."""
     GetStatus: _grpc.UnaryUnaryMultiCallable[_policy_pb2.GetStatusRequest, _policy_pb2.GetStatusResponse]
     """Rules and catalog revisions, and the last rules reload attempt."""
 
@@ -81,6 +83,8 @@ class PolicyServiceAsyncStub(PolicyServiceStub):
     """Add or replace catalog objects (the controller keeps the catalog in sync with this)."""
     DeleteObjects: _aio.UnaryUnaryMultiCallable[_policy_pb2.DeleteObjectsRequest, _policy_pb2.DeleteObjectsResponse]  # type: ignore[assignment]
     """Remove catalog objects."""
+    GetObjects: _aio.UnaryUnaryMultiCallable[_policy_pb2.GetObjectsRequest, _policy_pb2.GetObjectsResponse]  # type: ignore[assignment]
+    """Catalog objects by key, as manifests (for renderers and the CLI)."""
     GetStatus: _aio.UnaryUnaryMultiCallable[_policy_pb2.GetStatusRequest, _policy_pb2.GetStatusResponse]  # type: ignore[assignment]
     """Rules and catalog revisions, and the last rules reload attempt."""
 
@@ -148,6 +152,14 @@ class PolicyServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_policy_pb2.DeleteObjectsResponse, _abc.Awaitable[_policy_pb2.DeleteObjectsResponse]]:
         """Remove catalog objects."""
+
+    @_abc_1.abstractmethod
+    def GetObjects(
+        self,
+        request: _policy_pb2.GetObjectsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_policy_pb2.GetObjectsResponse, _abc.Awaitable[_policy_pb2.GetObjectsResponse]]:
+        """Catalog objects by key, as manifests (for renderers and the CLI)."""
 
     @_abc_1.abstractmethod
     def GetStatus(

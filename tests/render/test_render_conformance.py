@@ -10,7 +10,7 @@ import yaml
 
 from clients.renderer import RenderInput, render
 
-from .paths import check
+from clients.conformance.paths import check
 from .schemas import schema_errors
 from .shared_data import RENDER_CASES
 

@@ -1,0 +1,1 @@
+"""The conformance runner: executes case directories through the real daemon and renderer."""

@@ -1,0 +1,61 @@
+"""Start the real daemon and renderer as subprocesses on real sockets."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+
+class StartError(RuntimeError):
+    pass
+
+
+def wait_serving(address: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while True:
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            if time.monotonic() > deadline:
+                raise StartError(f"{address} is not serving after {timeout}s")
+            time.sleep(0.05)
+
+
+@contextmanager
+def serving(module: str, args: list[str], listen: str, timeout: float = 30.0) -> Iterator[str]:
+    """Run ``python -m module`` until the block ends; yields the address it serves on."""
+    with tempfile.TemporaryDirectory(prefix="policyd-") as tmp:
+        ready = Path(tmp) / "ready"
+        listen = listen.replace("{tmp}", tmp)
+        cmd = [sys.executable, "-m", module, *args, "--listen", listen, "--ready-file", str(ready)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + timeout
+            while not ready.exists():
+                if proc.poll() is not None:
+                    raise StartError(f"{module} exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+                if time.monotonic() > deadline:
+                    raise StartError(f"{module} did not start within {timeout}s")
+                time.sleep(0.05)
+            address = ready.read_text()
+            wait_serving(address, timeout)
+            yield address
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()

@@ -1,0 +1,1 @@
+"""policyctl: the command-line client of policyd."""

@@ -1,0 +1,41 @@
+"""policyctl rules check / rules test: the authoring loop for rule files, run locally."""
+
+from __future__ import annotations
+
+import argparse
+
+from policyd.policy.engine import RuleEngine
+from policyd.policy.loader import RuleFileError, load_policy
+from policyd.policy.selftest import run_tests
+
+
+def check(args: argparse.Namespace) -> int:
+    """Static checks: YAML, schema, fact fields, templates, ids, orders, messages, and that durable-rules compiles it."""
+    try:
+        policy = load_policy(args.directory)
+        RuleEngine(policy.rules)
+    except RuleFileError as err:
+        print(f"error: {err}")
+        return 1
+    except Exception as err:  # durable-rules reports bad rulesets with bare errors
+        print(f"error: {args.directory}: durable-rules refused the compiled rules: {err}")
+        return 1
+    print(f"ok: {len(policy.rules)} rules in {len(policy.sources)} files, revision {policy.revision}")
+    return 0
+
+
+def test(args: argparse.Namespace) -> int:
+    try:
+        policy = load_policy(args.directory)
+        engine = RuleEngine(policy.rules)
+    except RuleFileError as err:
+        print(f"error: {err}")
+        return 1
+    count, failures = run_tests(policy, engine)
+    for failure in failures:
+        print(f"FAIL {failure}")
+    untested = [r.id for r in policy.rules if not r.tests]
+    for rule_id in untested:
+        print(f"note: rule {rule_id} has no tests")
+    print(f"{count - len({(f.rule.id, f.test) for f in failures})} passed, {len({(f.rule.id, f.test) for f in failures})} failed")
+    return 1 if failures else 0

@@ -1,0 +1,49 @@
+"""RendererService: the contract's Render RPC over the pure renderer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import grpc
+
+from clients.renderer.render import RenderInput, render
+from policyd.contract import render_pb2 as pb
+from policyd.contract import render_pb2_grpc
+from policyd.errors import InvalidInput
+from policyd.resources.proto import isvc_manifest, object_manifest
+
+
+def chosen_accelerator_config(runtime: Mapping[str, Any], entry_index: int) -> Mapping[str, Any] | None:
+    """acceleratorConfig of the supportedModelFormats entry policyd matched."""
+    spec = runtime.get("spec")
+    formats = spec.get("supportedModelFormats") if isinstance(spec, Mapping) else None
+    if not isinstance(formats, list) or not 0 <= entry_index < len(formats) or not isinstance(formats[entry_index], Mapping):
+        return None
+    config = formats[entry_index].get("acceleratorConfig")
+    return config if isinstance(config, Mapping) else None
+
+
+def render_request(request: pb.RenderRequest) -> RenderInput:
+    if not request.HasField("runtime"):
+        raise InvalidInput("runtime", "is required")
+    runtime = object_manifest(request.runtime, "runtime")
+    return RenderInput(
+        inference_service=isvc_manifest(request.inference_service, "inference_service"),
+        runtime=runtime,
+        runtime_kind=str(runtime.get("kind", "")),
+        model=object_manifest(request.model, "model") if request.HasField("model") else None,
+        accelerator_classes=dict(request.accelerator_classes),
+        accelerator_config=chosen_accelerator_config(runtime, request.entry_index),
+    )
+
+
+class RendererServicer(render_pb2_grpc.RendererServiceServicer):
+    def Render(self, request: pb.RenderRequest, context: grpc.ServicerContext) -> pb.RenderResponse:
+        try:
+            inp = render_request(request)
+        except InvalidInput as err:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        result = render(inp)
+        return pb.RenderResponse(objects=[json.dumps(o, sort_keys=True) for o in result.objects], errors=result.errors)

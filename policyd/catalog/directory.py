@@ -1,0 +1,51 @@
+"""Load catalog objects from a directory of manifests (multi-document YAML)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from policyd.catalog.snapshot import CatalogObject
+from policyd.errors import InvalidInput
+from policyd.resources.manifests import is_ome_object, load_documents, parse_object
+from policyd.resources.objects import InferenceService
+
+SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class DirectoryLoad:
+    objects: list[CatalogObject]
+    errors: list[str]  # "file[#doc]: field: message"; a bad manifest never stops the rest
+
+
+def manifest_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+
+
+def load_directory(root: Path) -> DirectoryLoad:
+    objects: list[CatalogObject] = []
+    errors: list[str] = []
+    if not root.is_dir():
+        return DirectoryLoad([], [f"{root}: catalog directory does not exist"])
+    for path in manifest_files(root):
+        try:
+            docs = load_documents(path.read_text(), str(path))
+        except InvalidInput as err:
+            errors.append(str(err))
+            continue
+        for i, doc in enumerate(docs):
+            where = f"{path}#{i}" if len(docs) > 1 else str(path)
+            # Kustomizations and other API groups share the directory; they are not catalog objects.
+            if not is_ome_object(doc):
+                continue
+            try:
+                obj = parse_object(doc)
+            except InvalidInput as err:
+                errors.append(f"{where}: {err}")
+                continue
+            if isinstance(obj, InferenceService):
+                errors.append(f"{where}: kind: an InferenceService is not a catalog object")
+                continue
+            objects.append(obj)
+    return DirectoryLoad(objects, errors)

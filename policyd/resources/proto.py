@@ -1,0 +1,89 @@
+"""The parser from the protobuf contract: messages become manifests, then resources.
+
+Message field JSON names equal the manifest field names, so MessageToDict gives
+the manifest; Structs that stand for inlined fields (``pod``, ``extra``) are
+folded back into their parent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from policyd.contract import resources_pb2 as pb
+from policyd.errors import InvalidInput
+from policyd.resources.manifests import load_documents
+
+_INLINED = ("pod", "extra")
+API_VERSION = "ome.io/v1beta1"
+
+
+def _integral(value: Any) -> Any:
+    """Structs carry every number as a double; give back integers where they were integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+def _fold(value: Any) -> Any:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in _INLINED and isinstance(item, dict):
+                for inner_key, inner in _fold(item).items():
+                    out.setdefault(inner_key, inner)
+            else:
+                out[key] = _fold(item)
+        return out
+    if isinstance(value, list):
+        return [_fold(v) for v in value]
+    return value
+
+
+def message_to_manifest(message: Message, kind: str) -> dict[str, Any]:
+    doc = _fold(_integral(json_format.MessageToDict(message)))
+    doc.setdefault("kind", kind)
+    doc.setdefault("apiVersion", API_VERSION)
+    return dict(doc)
+
+
+def manifest_text(text: str, field: str) -> dict[str, Any]:
+    """Exactly one manifest from YAML or JSON text."""
+    docs = load_documents(text, field)
+    if len(docs) != 1:
+        raise InvalidInput(field, f"must hold exactly one manifest, found {len(docs)}")
+    return docs[0]
+
+
+def object_manifest(obj: pb.Object, field: str) -> dict[str, Any]:
+    which = obj.WhichOneof("object")
+    if which == "manifest":
+        return manifest_text(obj.manifest, f"{field}.manifest")
+    if which == "model":
+        return message_to_manifest(obj.model, obj.model.kind or "ClusterBaseModel")
+    if which == "runtime":
+        return message_to_manifest(obj.runtime, obj.runtime.kind or "ClusterServingRuntime")
+    raise InvalidInput(field, "is empty: set model, runtime or manifest")
+
+
+def isvc_manifest(value: pb.InferenceServiceInput, field: str) -> dict[str, Any]:
+    which = value.WhichOneof("input")
+    if which == "manifest":
+        return manifest_text(value.manifest, f"{field}.manifest")
+    if which == "typed":
+        return message_to_manifest(value.typed, "InferenceService")
+    raise InvalidInput(field, "is required: set typed or manifest")
+
+
+def manifest_to_message(doc: Mapping[str, Any], message: Message) -> Message:
+    """A manifest into a typed message (the inverse, for clients); fields the message
+    lacks go to the Struct that stands for them."""
+    json_format.ParseDict(dict(doc), message, ignore_unknown_fields=True)
+    return message

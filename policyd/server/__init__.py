@@ -1,0 +1,1 @@
+"""The gRPC edge: translate proto ⇄ domain and errors ⇄ status codes, nothing more."""

@@ -1,0 +1,116 @@
+"""policyd: serve runtime-selection decisions over gRPC."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+
+from policyd.contract import policy_pb2, policy_pb2_grpc
+from policyd.policy.loader import RuleFileError
+from policyd.server import observability as obs
+from policyd.server.servicer import PolicyServicer
+from policyd.server.state import ReloadAttempt, ServingState
+from policyd.server.watch import Watcher
+
+log = logging.getLogger("policyd")
+DEFAULT_RULES = Path(__file__).resolve().parents[2] / "rules"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="policyd", description=__doc__)
+    p.add_argument("--rules", type=Path, default=DEFAULT_RULES, help="rules directory (default: the bundled rules)")
+    p.add_argument("--catalog", type=Path, help="directory of runtime and model manifests, watched")
+    p.add_argument("--listen", default="127.0.0.1:50051", help="host:port, or unix:PATH")
+    p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
+    p.add_argument("--metrics-port", type=int, default=0, help="Prometheus metrics port (0: off)")
+    p.add_argument("--decision-log", type=Path, help="append one JSON line per decision to this file")
+    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-format", choices=("json", "text"), default="json")
+    p.add_argument("--watch-interval", type=float, default=0.2, help="seconds between checks of the watched directories")
+    p.add_argument("--workers", type=int, default=8)
+    return p.parse_args(argv)
+
+
+def _record_reload(attempt: ReloadAttempt) -> None:
+    obs.RELOADS.labels("ok" if attempt.ok else "refused").inc()
+    if attempt.ok:
+        obs.RULES_REVISION.clear()
+        obs.RULES_REVISION.labels(attempt.revision).set(1)
+        log.info("rules revision serving", extra={"revision": attempt.revision})
+    else:
+        log.error(
+            "rules refused; last good rules keep serving",
+            extra={"revision": attempt.revision, "file": attempt.file, "rule_id": attempt.rule_id, "line": attempt.line, "error": attempt.error},
+        )
+
+
+def _record_catalog(state: ServingState) -> None:
+    catalog = state.catalog
+    for kind in ("ClusterServingRuntime", "ServingRuntime"):
+        obs.CATALOG_SIZE.labels(kind).set(sum(1 for k in catalog.runtimes if k[0] == kind))
+    for kind in ("ClusterBaseModel", "BaseModel"):
+        obs.CATALOG_SIZE.labels(kind).set(sum(1 for k in catalog.models if k[0] == kind))
+    obs.CATALOG_ERRORS.set(len(state.catalog_errors))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    obs.configure_logging(args.log_level, args.log_format)
+    try:
+        state = ServingState(args.rules, args.catalog, _record_reload)
+    except RuleFileError as err:
+        print(f"policyd: cannot start: rules refused: {err}", file=sys.stderr)
+        return 2
+    _record_reload(state.last_attempt)
+    _record_catalog(state)
+    for error in state.catalog_errors:
+        print(f"policyd: catalog: {error}", file=sys.stderr)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=args.workers))
+    policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, obs.DecisionLog(args.decision_log)), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
+    for name in ("", service):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    reflection.enable_server_reflection((service, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    port = server.add_insecure_port(args.listen)
+    if port == 0 and not args.listen.startswith("unix:"):
+        print(f"policyd: cannot listen on {args.listen}", file=sys.stderr)
+        return 2
+    address = args.listen if args.listen.startswith("unix:") else f"{args.listen.rsplit(':', 1)[0]}:{port}"
+    if args.metrics_port:
+        start_http_server(args.metrics_port, registry=obs.REGISTRY)
+    server.start()
+
+    watchers = [Watcher(args.rules, False, args.watch_interval, state.reload_rules)]
+    if args.catalog is not None:
+        watchers.append(Watcher(args.catalog, True, max(args.watch_interval, 1.0), lambda: (state.reload_catalog(), _record_catalog(state))))
+    for w in watchers:
+        w.start()
+    log.info("serving", extra={"address": address, "rules_revision": state.revision.id, "catalog_revision": state.catalog.revision})
+    if args.ready_file:
+        args.ready_file.write_text(address)
+
+    stopping = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.set())
+    stopping.wait()
+    for w in watchers:
+        w.stop()
+    server.stop(grace=2).wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

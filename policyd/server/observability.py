@@ -1,0 +1,68 @@
+"""Prometheus metrics, JSON logs with request ids, and the optional decision log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry()
+CALLS = Counter("policyd_calls_total", "RPCs by method and outcome (gRPC status code)", ["rpc", "code"], registry=REGISTRY)
+LATENCY = Histogram(
+    "policyd_call_seconds",
+    "RPC latency by method",
+    ["rpc"],
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+    registry=REGISTRY,
+)
+RULES_REVISION = Gauge("policyd_rules_revision_info", "The rules revision being served (value 1)", ["revision"], registry=REGISTRY)
+RELOADS = Counter("policyd_rules_reloads_total", "Rules reload attempts by result", ["result"], registry=REGISTRY)
+CATALOG_SIZE = Gauge("policyd_catalog_objects", "Catalog objects by kind", ["kind"], registry=REGISTRY)
+CATALOG_ERRORS = Gauge("policyd_catalog_errors", "Manifests refused by the last catalog directory load", registry=REGISTRY)
+CACHE_HITS = Counter("policyd_decision_cache_hits_total", "Decisions answered from the decision cache", registry=REGISTRY)
+
+_RESERVED = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and any ``extra`` fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": round(record.created, 6),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        out.update({k: v for k, v in record.__dict__.items() if k not in _RESERVED})
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+class DecisionLog:
+    """Appends one JSON line per decision: time, request id, RPC, request digest, revisions, outcome."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._file = path.open("a", buffering=1) if path else None
+        self._lock = threading.Lock()
+
+    def write(self, **entry: Any) -> None:
+        if self._file is None:
+            return
+        line = json.dumps({"time": round(time.time(), 6), **entry}, default=str, sort_keys=True)
+        with self._lock:
+            self._file.write(line + "\n")

@@ -1,0 +1,62 @@
+"""Domain results into contract messages."""
+
+from __future__ import annotations
+
+from policyd.contract import policy_pb2 as pb
+from policyd.decision.admission import Rejection
+from policyd.decision.evaluation import Reason, RuntimeEvaluation
+from policyd.resources.proto import manifest_to_message
+
+
+def reason(value: Reason | None) -> pb.Reason | None:
+    if value is None:
+        return None
+    return pb.Reason(
+        rule_id=value.rule_id,
+        effect=value.effect,
+        component=value.component,
+        model_value=value.model_value,
+        runtime_value=value.runtime_value,
+        message=value.message,
+        entry_index=value.entry_index,
+    )
+
+
+def verdict(e: RuntimeEvaluation) -> pb.RuntimeVerdict:
+    return pb.RuntimeVerdict(
+        name=e.runtime.meta.name,
+        kind=e.runtime.kind,
+        namespace=e.runtime.meta.namespace,
+        selectable=e.selectable,
+        compatible=e.compatible,
+        score=e.score,
+        reason=reason(e.reason),
+        entry_index=e.entry_index,
+        advisories=[r for a in e.advisories if (r := reason(a)) is not None],
+    )
+
+
+def ranked(e: RuntimeEvaluation) -> pb.RankedRuntime:
+    out = pb.RankedRuntime(
+        name=e.runtime.meta.name,
+        kind=e.runtime.kind,
+        namespace=e.runtime.meta.namespace,
+        score=e.score,
+        entry_index=e.entry_index,
+    )
+    formats = (e.runtime.raw.get("spec") or {}).get("supportedModelFormats") or []
+    if 0 <= e.entry_index < len(formats) and isinstance(formats[e.entry_index], dict):
+        manifest_to_message(formats[e.entry_index], out.entry)
+    return out
+
+
+def rejection(value: Rejection | None) -> pb.Rejection | None:
+    if value is None:
+        return None
+    return pb.Rejection(
+        message=value.message,
+        field=value.field,
+        condition_reason=value.condition_reason,
+        condition_message=value.condition_message,
+    )
+

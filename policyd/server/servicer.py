@@ -1,0 +1,271 @@
+"""PolicyService: proto in, domain decision, proto out; InvalidInput → INVALID_ARGUMENT."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from policyd import metadata
+from policyd.catalog.snapshot import Catalog, CatalogObject, Key
+from policyd.contract import policy_pb2 as pb
+from policyd.contract import policy_pb2_grpc
+from policyd.contract import resources_pb2 as rpb
+from policyd.decision.admission import runtime_refusals
+from policyd.decision.effective import effective_modes
+from policyd.decision.explain import explain_isvc, explain_model
+from policyd.decision.resolve import lookup, resolve
+from policyd.decision.select import select
+from policyd.errors import InvalidInput
+from policyd.policy.revision import Revision
+from policyd.resources.manifests import parse_inference_service, parse_object
+from policyd.resources.objects import MODEL_KINDS, RUNTIME_KINDS, InferenceService, ModelRef, ServingRuntime
+from policyd.resources.proto import isvc_manifest, object_manifest
+from policyd.server import observability as obs
+from policyd.server import responses
+from policyd.server.state import ServingState
+
+log = logging.getLogger("policyd.rpc")
+Resp = TypeVar("Resp", bound=Message)
+CACHEABLE = frozenset({"Select", "Explain", "Resolve", "Effective"})
+
+
+def _parse_isvc(value: rpb.InferenceServiceInput) -> InferenceService:
+    try:
+        return parse_inference_service(isvc_manifest(value, "inference_service"))
+    except InvalidInput as err:
+        raise err.under("inference_service") from None
+
+
+def catalog_object(obj: rpb.Object, field: str) -> CatalogObject:
+    try:
+        parsed = parse_object(object_manifest(obj, field))
+    except InvalidInput as err:
+        raise err.under(field) from None
+    if isinstance(parsed, InferenceService):
+        raise InvalidInput(f"{field}.kind", "an InferenceService is not a catalog object")
+    return parsed
+
+
+def _request_catalog(base: Catalog, value: pb.RequestCatalog) -> Catalog:
+    objects = [catalog_object(o, f"catalog.objects[{i}]") for i, o in enumerate(value.objects)]
+    return base.overlay(objects, value.isolated)
+
+
+def _keys(keys: Sequence[pb.ObjectKey]) -> list[Key]:
+    out = []
+    for i, k in enumerate(keys):
+        if k.kind not in (*MODEL_KINDS, *RUNTIME_KINDS):
+            raise InvalidInput(f"keys[{i}].kind", f"unknown kind {k.kind!r} (one of {', '.join((*MODEL_KINDS, *RUNTIME_KINDS))})")
+        if not k.name:
+            raise InvalidInput(f"keys[{i}].name", "is required")
+        namespaced = k.kind in ("BaseModel", "ServingRuntime")
+        out.append((k.kind, k.namespace if namespaced else "", k.name))
+    return out
+
+
+class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
+    def __init__(self, state: ServingState, decisions: obs.DecisionLog) -> None:
+        self.state = state
+        self.decisions = decisions
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _serve(
+        self,
+        rpc: str,
+        request: Message,
+        context: grpc.ServicerContext,
+        handler: Callable[[Any, Revision, Catalog], Resp],
+    ) -> Resp:
+        started = time.perf_counter()
+        revision, catalog = self.state.revision, self.state.catalog
+        request_id = dict(context.invocation_metadata()).get("x-request-id") or uuid.uuid4().hex[:16]
+        digest = hashlib.sha256(request.SerializeToString(deterministic=True)).digest()
+        key = (revision.id, catalog.revision, rpc, digest)
+        code = grpc.StatusCode.OK
+        try:
+            cached = self.state.cache.get(key) if rpc in CACHEABLE else None
+            if cached is not None:
+                obs.CACHE_HITS.inc()
+                return cached  # type: ignore[return-value]
+            try:
+                response = handler(request, revision, catalog)
+            except InvalidInput as err:
+                code = grpc.StatusCode.INVALID_ARGUMENT
+                context.set_trailing_metadata((("policyd-field", err.field),))
+                log.info("invalid argument", extra={"rpc": rpc, "request_id": request_id, "field": err.field, "error": err.message})
+                context.abort(code, str(err))
+            except Exception:
+                code = grpc.StatusCode.INTERNAL
+                log.exception("internal error", extra={"rpc": rpc, "request_id": request_id})
+                context.abort(code, f"internal error; see the policyd log for request id {request_id}")
+            if rpc in CACHEABLE:
+                self.state.cache.put(key, response)
+                self.decisions.write(
+                    request_id=request_id,
+                    rpc=rpc,
+                    request_digest=digest.hex(),
+                    rules_revision=revision.id,
+                    catalog_revision=catalog.revision,
+                    outcome=json_format.MessageToDict(response),
+                )
+            return response
+        finally:
+            obs.CALLS.labels(rpc, code.name).inc()
+            obs.LATENCY.labels(rpc).observe(time.perf_counter() - started)
+
+    @staticmethod
+    def _revisions(revision: Revision, catalog: Catalog) -> pb.Revisions:
+        return pb.Revisions(rules_revision=revision.id, catalog_revision=catalog.revision)
+
+    # -- decisions ------------------------------------------------------------------------
+    def Select(self, request: pb.SelectRequest, context: grpc.ServicerContext) -> pb.SelectResponse:
+        return self._serve("Select", request, context, self._select)
+
+    def _select(self, request: pb.SelectRequest, revision: Revision, base: Catalog) -> pb.SelectResponse:
+        isvc = _parse_isvc(request.inference_service)
+        catalog = _request_catalog(base, request.catalog)
+        result = select(catalog, isvc, revision)
+        return pb.SelectResponse(
+            ranking=[responses.ranked(e) for e in result.ranking],
+            error=result.error,
+            warnings=list(result.warnings),
+            excluded=[responses.verdict(e) for e in result.excluded],
+            revisions=self._revisions(revision, catalog),
+        )
+
+    def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
+        return self._serve("Explain", request, context, self._explain)
+
+    def _explain(self, request: pb.ExplainRequest, revision: Revision, base: Catalog) -> pb.ExplainResponse:
+        catalog = _request_catalog(base, request.catalog)
+        which = request.WhichOneof("subject")
+        if which == "inference_service":
+            explanation = explain_isvc(catalog, _parse_isvc(request.inference_service), revision)
+        elif which == "model":
+            if not request.model.model.name:
+                raise InvalidInput("model.model.name", "is required")
+            kind = request.model.model.kind or "ClusterBaseModel"
+            if kind not in ("ClusterBaseModel", "BaseModel"):
+                raise InvalidInput("model.model.kind", f"unknown model kind {kind!r} (one of ClusterBaseModel, BaseModel)")
+            ref = ModelRef(request.model.model.name, kind)
+            explanation = explain_model(catalog, ref, request.model.namespace, revision)
+        else:
+            raise InvalidInput("subject", "is required: set inference_service or model")
+        return pb.ExplainResponse(
+            runtimes=[responses.verdict(e) for e in explanation.runtimes],
+            model_format=explanation.model_format,
+            model_name=explanation.subject.model.meta.name,
+            revisions=self._revisions(revision, catalog),
+        )
+
+    def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:
+        return self._serve("Resolve", request, context, self._resolve)
+
+    def _resolve(self, request: pb.ResolveRequest, revision: Revision, base: Catalog) -> pb.ResolveResponse:
+        isvc = _parse_isvc(request.inference_service)
+        catalog = _request_catalog(base, request.catalog)
+        result = resolve(catalog, isvc, revision, request.lookup or "v1.3")
+        evaluation = result.evaluation
+        return pb.ResolveResponse(
+            runtime=result.runtime.meta.name if result.runtime and not result.rejection else "",
+            runtime_kind=result.runtime.kind if result.runtime and not result.rejection else "",
+            runtime_namespace=result.runtime.meta.namespace if result.runtime and not result.rejection else "",
+            compatible=evaluation.compatible if evaluation else result.rejection is None,
+            reason=responses.reason(evaluation.compat_reason if evaluation else None),
+            warning=result.warning,
+            event=result.event,
+            rejection=responses.rejection(result.rejection),
+            entry_index=result.entry_index,
+            revisions=self._revisions(revision, catalog),
+        )
+
+    def Effective(self, request: pb.EffectiveRequest, context: grpc.ServicerContext) -> pb.EffectiveResponse:
+        return self._serve("Effective", request, context, self._effective)
+
+    def _effective(self, request: pb.EffectiveRequest, revision: Revision, base: Catalog) -> pb.EffectiveResponse:
+        isvc = _parse_isvc(request.inference_service)
+        catalog = _request_catalog(base, request.catalog)
+        runtime: ServingRuntime | None
+        if isvc.runtime is not None:
+            runtime = lookup(catalog, isvc, request.lookup or "v1.3")
+        else:
+            ranking = select(catalog, isvc, revision).ranking
+            runtime = ranking[0].runtime if ranking else None
+        result = effective_modes(isvc, runtime, revision.policy.messages)
+        return pb.EffectiveResponse(
+            runtime=runtime.meta.name if runtime else "",
+            runtime_kind=runtime.kind if runtime else "",
+            components=[pb.ComponentMode(component=m.component, mode=m.mode, source=m.source) for m in result.modes],
+            errors=[r for e in result.errors if (r := responses.rejection(e)) is not None],
+            revisions=self._revisions(revision, catalog),
+        )
+
+    def InspectModel(self, request: pb.InspectModelRequest, context: grpc.ServicerContext) -> pb.InspectModelResponse:
+        return self._serve("InspectModel", request, context, self._inspect)
+
+    def _inspect(self, request: pb.InspectModelRequest, revision: Revision, catalog: Catalog) -> pb.InspectModelResponse:
+        base = object_manifest(request.base_model, "base_model") if request.HasField("base_model") else None
+        which = request.WhichOneof("file")
+        if which == "model_index":
+            spec = metadata.inspect_model_index(json_format.MessageToDict(request.model_index), base)
+        elif which == "config":
+            spec = metadata.inspect_config(json_format.MessageToDict(request.config), base)
+        else:
+            raise InvalidInput("file", "is required: set model_index or config")
+        return pb.InspectModelResponse(spec_json=json.dumps(spec, sort_keys=True))
+
+    # -- catalog --------------------------------------------------------------------------
+    def ApplyObjects(self, request: pb.ApplyObjectsRequest, context: grpc.ServicerContext) -> pb.ApplyObjectsResponse:
+        return self._serve("ApplyObjects", request, context, self._apply)
+
+    def _apply(self, request: pb.ApplyObjectsRequest, revision: Revision, catalog: Catalog) -> pb.ApplyObjectsResponse:
+        objects = [catalog_object(o, f"objects[{i}]") for i, o in enumerate(request.objects)]
+        for i, obj in enumerate(objects):
+            if isinstance(obj, ServingRuntime):
+                for refusal in runtime_refusals(obj, revision.policy.messages):
+                    raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
+        updated = self.state.apply(objects)
+        return pb.ApplyObjectsResponse(
+            catalog_revision=updated.revision, runtimes=len(updated.runtimes), models=len(updated.models)
+        )
+
+    def DeleteObjects(self, request: pb.DeleteObjectsRequest, context: grpc.ServicerContext) -> pb.DeleteObjectsResponse:
+        return self._serve("DeleteObjects", request, context, self._delete)
+
+    def _delete(self, request: pb.DeleteObjectsRequest, revision: Revision, catalog: Catalog) -> pb.DeleteObjectsResponse:
+        updated, deleted = self.state.delete(_keys(request.keys))
+        return pb.DeleteObjectsResponse(catalog_revision=updated.revision, deleted=deleted)
+
+    def GetObjects(self, request: pb.GetObjectsRequest, context: grpc.ServicerContext) -> pb.GetObjectsResponse:
+        return self._serve("GetObjects", request, context, self._get_objects)
+
+    def _get_objects(self, request: pb.GetObjectsRequest, revision: Revision, catalog: Catalog) -> pb.GetObjectsResponse:
+        found = []
+        for key in _keys(request.keys):
+            obj = catalog.runtimes.get(key) or catalog.models.get(key)
+            found.append(rpb.Object(manifest=json.dumps(obj.raw)) if obj is not None else rpb.Object())
+        return pb.GetObjectsResponse(objects=found, catalog_revision=catalog.revision)
+
+    def GetStatus(self, request: pb.GetStatusRequest, context: grpc.ServicerContext) -> pb.GetStatusResponse:
+        return self._serve("GetStatus", request, context, self._status)
+
+    def _status(self, request: pb.GetStatusRequest, revision: Revision, catalog: Catalog) -> pb.GetStatusResponse:
+        a = self.state.last_attempt
+        return pb.GetStatusResponse(
+            revisions=self._revisions(revision, catalog),
+            last_attempt=pb.RuleLoadAttempt(
+                revision=a.revision, ok=a.ok, error=a.error, file=a.file, rule_id=a.rule_id, line=a.line, at_unix_seconds=a.at
+            ),
+            runtimes=len(catalog.runtimes),
+            models=len(catalog.models),
+            catalog_errors=self.state.catalog_errors,
+        )

@@ -1,0 +1,119 @@
+"""What the daemon serves from: the current rules revision and catalog snapshot,
+each swapped atomically. A call reads both once, so it finishes on the revisions
+it started with."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from policyd.catalog.directory import load_directory
+from policyd.catalog.snapshot import Catalog, CatalogObject, Key
+from policyd.policy.loader import RuleFileError
+from policyd.policy.revision import Revision, build_revision
+
+log = logging.getLogger("policyd.state")
+
+
+@dataclass(frozen=True)
+class ReloadAttempt:
+    revision: str
+    ok: bool
+    at: float
+    error: str = ""
+    file: str = ""
+    rule_id: str = ""
+    line: int = 0
+
+
+@dataclass
+class DecisionCache:
+    """Responses by (rules revision, catalog revision, RPC, request digest)."""
+
+    limit: int = 4096
+    _items: OrderedDict[tuple[str, str, str, bytes], object] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, key: tuple[str, str, str, bytes]) -> object | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, str, str, bytes], value: object) -> None:
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.limit:
+                self._items.popitem(last=False)
+
+
+class ServingState:
+    def __init__(self, rules_dir: Path, catalog_dir: Path | None, on_reload: Callable[[ReloadAttempt], None]) -> None:
+        self.rules_dir = rules_dir
+        self.catalog_dir = catalog_dir
+        self._on_reload = on_reload
+        self._lock = threading.Lock()
+        self.cache = DecisionCache()
+        self.revision: Revision = build_revision(rules_dir)
+        self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
+        self.catalog_errors: list[str] = []
+        self._dir_objects: dict[Key, CatalogObject] = {}
+        self._applied: dict[Key, CatalogObject] = {}
+        self._deleted: set[Key] = set()
+        self.catalog = Catalog.of([])
+        if catalog_dir is not None:
+            self.reload_catalog()
+
+    def reload_rules(self) -> ReloadAttempt:
+        """Build the rules off to the side; swap them in only when every check passes."""
+        try:
+            revision = build_revision(self.rules_dir)
+        except RuleFileError as err:
+            attempt = ReloadAttempt(self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line)
+        else:
+            self.revision = revision
+            attempt = ReloadAttempt(revision.id, True, time.time())
+        self.last_attempt = attempt
+        self._on_reload(attempt)
+        return attempt
+
+    def _publish(self) -> None:
+        merged = {**self._dir_objects, **self._applied}
+        for key in self._deleted:
+            merged.pop(key, None)
+        self.catalog = Catalog.of(list(merged.values()))
+
+    def reload_catalog(self) -> None:
+        assert self.catalog_dir is not None
+        loaded = load_directory(self.catalog_dir)
+        for error in loaded.errors:
+            log.warning("catalog manifest refused", extra={"error": error})
+        with self._lock:
+            self.catalog_errors = loaded.errors
+            self._dir_objects = {(o.kind, o.meta.namespace, o.meta.name): o for o in loaded.objects}
+            self._publish()
+
+    def apply(self, objects: list[CatalogObject]) -> Catalog:
+        with self._lock:
+            for obj in objects:
+                key = (obj.kind, obj.meta.namespace, obj.meta.name)
+                self._applied[key] = obj
+                self._deleted.discard(key)
+            self._publish()
+            return self.catalog
+
+    def delete(self, keys: list[Key]) -> tuple[Catalog, int]:
+        with self._lock:
+            present = {*self._dir_objects, *self._applied} - self._deleted
+            removed = [k for k in keys if k in present]
+            for key in removed:
+                self._applied.pop(key, None)
+                self._deleted.add(key)
+            self._publish()
+            return self.catalog, len(removed)
