@@ -21,9 +21,15 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         try:
             address = args.address or stack.enter_context(
-                serving("policyd.server.main", [*(["--rules", str(args.rules)] if args.rules else []), "--log-level", "warning"], "127.0.0.1:0")
+                serving(
+                    "policyd.server.main",
+                    [*(["--rules", str(args.rules)] if args.rules else []), "--log-level", "warning"],
+                    "127.0.0.1:0",
+                )
             )
-            renderer = args.renderer or stack.enter_context(serving("clients.renderer.main", [], "unix:{tmp}/render.sock"))
+            renderer = args.renderer or stack.enter_context(
+                serving("clients.renderer.main", [], "unix:{tmp}/render.sock")
+            )
         except StartError as err:
             print(f"cannot start: {err}", file=sys.stderr)
             print(f"0 passed, {len(files) + len(missing)} failed")

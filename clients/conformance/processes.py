@@ -46,7 +46,9 @@ def serving(module: str, args: list[str], listen: str, timeout: float = 30.0) ->
             deadline = time.monotonic() + timeout
             while not ready.exists():
                 if proc.poll() is not None:
-                    raise StartError(f"{module} exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+                    raise StartError(
+                        f"{module} exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
+                    )
                 if time.monotonic() > deadline:
                     raise StartError(f"{module} did not start within {timeout}s")
                 time.sleep(0.05)

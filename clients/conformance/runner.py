@@ -96,7 +96,10 @@ def _explain(case: Case, stubs: Stubs) -> Problems:
 
 
 def _resolve_call(case: Case, stubs: Stubs) -> pb.ResolveResponse:
-    return stubs.policy.Resolve(pb.ResolveRequest(inference_service=_isvc(case), catalog=_objects(case)))
+    reply: pb.ResolveResponse = stubs.policy.Resolve(
+        pb.ResolveRequest(inference_service=_isvc(case), catalog=_objects(case))
+    )
+    return reply
 
 
 def _resolve(case: Case, stubs: Stubs) -> Problems:

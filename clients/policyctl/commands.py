@@ -43,7 +43,9 @@ def explain(args: argparse.Namespace) -> int:
     if args.filename:
         request.inference_service.CopyFrom(_isvc(args))
     elif args.model:
-        request.model.CopyFrom(pb.ModelSubject(model=rpb.ModelRef(name=args.model, kind=args.model_kind), namespace=args.namespace))
+        request.model.CopyFrom(
+            pb.ModelSubject(model=rpb.ModelRef(name=args.model, kind=args.model_kind), namespace=args.namespace)
+        )
     else:
         raise UsageError("explain needs -f ISVC.yaml or --model NAME")
     reply = policy_stub(args.address).Explain(request)
@@ -143,10 +145,14 @@ def render(args: argparse.Namespace) -> int:
             raise UsageError(selected.error)
         name, kind, entry = selected.ranking[0].name, selected.ranking[0].kind, selected.ranking[0].entry_index
     runtime = local.get((kind, name)) or _object(stub, kind, namespace, name)
-    request = render_pb2.RenderRequest(inference_service=isvc, runtime=rpb.Object(manifest=json.dumps(runtime)), entry_index=entry)
+    request = render_pb2.RenderRequest(
+        inference_service=isvc, runtime=rpb.Object(manifest=json.dumps(runtime)), entry_index=entry
+    )
     if spec.get("model"):
         model_kind = spec["model"].get("kind") or "ClusterBaseModel"
-        model = local.get((model_kind, spec["model"].get("name"))) or _object(stub, model_kind, namespace, spec["model"].get("name", ""))
+        model = local.get((model_kind, spec["model"].get("name"))) or _object(
+            stub, model_kind, namespace, spec["model"].get("name", "")
+        )
         if model is not None:
             request.model.CopyFrom(rpb.Object(manifest=json.dumps(model)))
     if args.accelerator_class:
@@ -193,7 +199,9 @@ def status(args: argparse.Namespace) -> int:
 
 
 def apply(args: argparse.Namespace) -> int:
-    reply = policy_stub(args.address).ApplyObjects(pb.ApplyObjectsRequest(objects=as_objects(read_manifests(args.files))))
+    reply = policy_stub(args.address).ApplyObjects(
+        pb.ApplyObjectsRequest(objects=as_objects(read_manifests(args.files)))
+    )
     print(f"catalog {reply.catalog_revision}: {reply.runtimes} runtimes, {reply.models} models")
     return 0
 

@@ -14,10 +14,14 @@ from clients.policyctl.connection import DEFAULT_ADDRESS, DEFAULT_RENDERER, rpc_
 from policyd.errors import InvalidInput
 
 
-def _decision(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str) -> argparse.ArgumentParser:
+def _decision(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help_text)
     p.add_argument("-f", "--filename", type=Path, help="InferenceService manifest (- for stdin)")
-    p.add_argument("--objects", type=Path, action="append", help="extra runtimes/models for this request only (repeatable)")
+    p.add_argument(
+        "--objects", type=Path, action="append", help="extra runtimes/models for this request only (repeatable)"
+    )
     p.add_argument("--isolated", action="store_true", help="use only --objects, not the daemon's catalog")
     p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     p.add_argument("--lookup", choices=("v1.3", "v1.2.2"), default="v1.3", help="named-runtime lookup order")

@@ -10,7 +10,7 @@ from policyd.policy.selftest import run_tests
 
 
 def check(args: argparse.Namespace) -> int:
-    """Static checks: YAML, schema, fact fields, templates, ids, orders, messages, and that durable-rules compiles it."""
+    """Static checks: YAML, schema, fact fields, templates, ids, orders, messages; durable-rules compiles it."""
     try:
         policy = load_policy(args.directory)
         RuleEngine(policy.rules)
@@ -37,5 +37,6 @@ def test(args: argparse.Namespace) -> int:
     untested = [r.id for r in policy.rules if not r.tests]
     for rule_id in untested:
         print(f"note: rule {rule_id} has no tests")
-    print(f"{count - len({(f.rule.id, f.test) for f in failures})} passed, {len({(f.rule.id, f.test) for f in failures})} failed")
+    failed = len({(f.rule.id, f.test) for f in failures})
+    print(f"{count - failed} passed, {failed} failed")
     return 1 if failures else 0

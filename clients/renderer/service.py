@@ -19,7 +19,11 @@ def chosen_accelerator_config(runtime: Mapping[str, Any], entry_index: int) -> M
     """acceleratorConfig of the supportedModelFormats entry policyd matched."""
     spec = runtime.get("spec")
     formats = spec.get("supportedModelFormats") if isinstance(spec, Mapping) else None
-    if not isinstance(formats, list) or not 0 <= entry_index < len(formats) or not isinstance(formats[entry_index], Mapping):
+    if (
+        not isinstance(formats, list)
+        or not 0 <= entry_index < len(formats)
+        or not isinstance(formats[entry_index], Mapping)
+    ):
         return None
     config = formats[entry_index].get("acceleratorConfig")
     return config if isinstance(config, Mapping) else None

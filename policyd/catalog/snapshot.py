@@ -40,7 +40,8 @@ class Catalog:
                 runtimes[key_of(obj)] = obj
             else:
                 models[key_of(obj)] = obj
-        return Catalog(revision or digest(o.raw for o in (*runtimes.values(), *models.values())), runtimes, models)
+        docs = [o.raw for o in runtimes.values()] + [o.raw for o in models.values()]
+        return Catalog(revision or digest(docs), runtimes, models)
 
     def overlay(self, objects: list[CatalogObject], isolated: bool) -> Catalog:
         """This catalog with ``objects`` added or replaced (or only ``objects`` when isolated), for one request."""

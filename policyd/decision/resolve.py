@@ -71,7 +71,11 @@ def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: 
     model = find_model(catalog, isvc.model, isvc.meta.namespace, revision, "spec.model.name")
     model_names = {"model_name": model.meta.name}
     if model.disabled:
-        return Resolution(runtime, None, rejection=Rejection(templates.render(messages["model_disabled"], model_names), "spec.model.name"))
+        return Resolution(
+            runtime,
+            None,
+            rejection=Rejection(templates.render(messages["model_disabled"], model_names), "spec.model.name"),
+        )
     if model.distribution == "Sharded":
         text = templates.render(messages["model_sharded"], model_names)
         return Resolution(runtime, None, rejection=Rejection(text, "spec.model.name"))
@@ -80,7 +84,11 @@ def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: 
     entry = evaluation.entry_index if evaluation.compatible else evaluation.name_matched_entry
     if evaluation.compatible or evaluation.compat_reason is None:
         return Resolution(runtime, evaluation, entry_index=entry)
-    values = {"runtime_name": runtime.meta.name, "model_name": model.meta.name, "detail": evaluation.compat_reason.detail}
+    values = {
+        "runtime_name": runtime.meta.name,
+        "model_name": model.meta.name,
+        "detail": evaluation.compat_reason.detail,
+    }
     warning = templates.render(messages["named_warning"], values) if "engine" in isvc.components else ""
     event = templates.render(messages["named_event"], values) if isvc.runtime.auto_sync else ""
     return Resolution(runtime, evaluation, warning=warning, event=event, entry_index=entry)

@@ -48,7 +48,9 @@ def select(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Sele
     )
     if excluded:
         items = [
-            templates.render(messages["excluded_item"], {"runtime_name": e.runtime.meta.name, "reason": e.reason.message})
+            templates.render(
+                messages["excluded_item"], {"runtime_name": e.runtime.meta.name, "reason": e.reason.message}
+            )
             for e in excluded
             if e.reason is not None
         ]

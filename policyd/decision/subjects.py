@@ -25,6 +25,9 @@ def find_model(catalog: Catalog, ref: ModelRef, namespace: str, revision: Revisi
 def isvc_subject(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Subject:
     """The subject of selecting a runtime for ``isvc``: it must name a base model."""
     if isvc.model is None:
-        raise InvalidInput("spec.model", "is required to select a runtime (an InferenceService without spec.model must name its runtime)")
+        raise InvalidInput(
+            "spec.model",
+            "is required to select a runtime (an InferenceService without spec.model must name its runtime)",
+        )
     model = find_model(catalog, isvc.model, isvc.meta.namespace, revision, "spec.model.name")
     return Subject(model=model, isvc=isvc, namespace=isvc.meta.namespace)

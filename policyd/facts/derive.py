@@ -57,7 +57,9 @@ def subject_facts(subject: Subject) -> Record:
         "isvc_has_router": "router" in components,
         "accelerator_class_requested": isvc.accelerator_class if isvc else "",
         "engine_mode_requested": requested_mode(components.get("engine"), spec_mode) if "engine" in components else "",
-        "decoder_mode_requested": requested_mode(components.get("decoder"), spec_mode) if "decoder" in components else "",
+        "decoder_mode_requested": requested_mode(components.get("decoder"), spec_mode)
+        if "decoder" in components
+        else "",
         "router_mode_requested": requested_mode(components.get("router"), spec_mode) if "router" in components else "",
         "model_name": model.meta.name,
         "model_kind": model.kind,

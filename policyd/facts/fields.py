@@ -40,7 +40,9 @@ FIELDS: dict[str, Field] = {
     "router_mode_runtime": Field(STR, "runtime", "mode routerConfig declares (valid values only), or empty"),
     "router_mode_requested": Field(STR, "runtime", "mode the InferenceService asks of the router, or empty"),
     "accelerator_classes_runtime": Field(LIST, "runtime", "acceleratorRequirements.acceleratorClasses"),
-    "accelerator_class_listed": Field(BOOL, "runtime", "the runtime lists every accelerator class the InferenceService names"),
+    "accelerator_class_listed": Field(
+        BOOL, "runtime", "the runtime lists every accelerator class the InferenceService names"
+    ),
     "size_range_set": Field(BOOL, "runtime", "the runtime declares modelSizeRange"),
     "size_range_min": Field(STR, "runtime", "modelSizeRange.min as written"),
     "size_range_max": Field(STR, "runtime", "modelSizeRange.max as written"),
@@ -50,7 +52,9 @@ FIELDS: dict[str, Field] = {
     "model_kind": Field(STR, "model", "BaseModel or ClusterBaseModel"),
     "model_size_known": Field(BOOL, "model", "spec.modelParameterSize is set"),
     "model_size": Field(STR, "model", "spec.modelParameterSize as written"),
-    "model_format_label": Field(STR, "model", "OME's label, e.g. mt:safetensors:1.0.0:LlamaForCausalLM:transformers:4.46.0"),
+    "model_format_label": Field(
+        STR, "model", "OME's label, e.g. mt:safetensors:1.0.0:LlamaForCausalLM:transformers:4.46.0"
+    ),
     "model_format_name": Field(STR, "model", "spec.modelFormat.name"),
     "model_format_version": Field(STR, "model", "spec.modelFormat.version"),
     "model_framework_name": Field(STR, "model", "spec.modelFramework.name"),
@@ -69,7 +73,9 @@ FIELDS: dict[str, Field] = {
     "format_name_match": Field(BOOL, "entry", "model and entry format names are equal"),
     "format_version_match": Field(BOOL, "entry", "the model's format version passes the entry's version and operator"),
     "framework_name_match": Field(BOOL, "entry", "model and entry framework names are equal"),
-    "framework_version_match": Field(BOOL, "entry", "the model's framework version passes the entry's version and operator"),
+    "framework_version_match": Field(
+        BOOL, "entry", "the model's framework version passes the entry's version and operator"
+    ),
     "pipeline_mismatch": Field(
         STR,
         "entry",

@@ -135,7 +135,9 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
     )
 
 
-def _settings(found: dict[str, tuple[str, Any]], directory: Path) -> tuple[dict[str, str], Scoring, tuple[RankKey, ...]]:
+def _settings(
+    found: dict[str, tuple[str, Any]], directory: Path
+) -> tuple[dict[str, str], Scoring, tuple[RankKey, ...]]:
     messages: dict[str, str] = found.get("messages", ("", {}))[1]
     for key, variables in MESSAGE_VARIABLES.items():
         if key not in messages:
@@ -186,7 +188,9 @@ def load_policy(directory: Path) -> Policy:
                 if key == "messages" and key in settings:
                     clash = sorted(set(settings[key][1]) & set(doc[key]))
                     if clash:
-                        raise RuleFileError(str(path), f"messages {', '.join(clash)} already defined in {settings[key][0]}")
+                        raise RuleFileError(
+                            str(path), f"messages {', '.join(clash)} already defined in {settings[key][0]}"
+                        )
                     settings[key] = (settings[key][0], {**settings[key][1], **doc[key]})
                 else:
                     settings[key] = (str(path), doc[key])

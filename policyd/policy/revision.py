@@ -33,5 +33,7 @@ def build_revision(directory: Path) -> Revision:
     if failures:
         first = failures[0]
         more = f" (and {len(failures) - 1} more failing tests)" if len(failures) > 1 else ""
-        raise RuleFileError(first.rule.source, f"test {first.test}: {first.message}{more}", first.rule.id, first.rule.line)
+        raise RuleFileError(
+            first.rule.source, f"test {first.test}: {first.message}{more}", first.rule.id, first.rule.line
+        )
     return Revision(policy, engine, count)

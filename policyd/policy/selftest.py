@@ -48,7 +48,7 @@ def _check(test: RuleTest, engine: RuleEngine) -> list[str]:
 
 def run_tests(policy: Policy, engine: RuleEngine) -> tuple[int, list[TestFailure]]:
     """How many tests ran, and the failures."""
-    count, failures = 0, []
+    count, failures = 0, list[TestFailure]()
     for rule in policy.rules:
         for test in rule.tests:
             count += 1

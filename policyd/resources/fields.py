@@ -11,7 +11,9 @@ Doc = Mapping[str, Any]
 
 
 def _type_name(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), type(value).__name__)
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def obj(doc: Doc, key: str, path: str, required: bool = False) -> Doc | None:

@@ -108,9 +108,7 @@ def _pipeline(doc: Mapping[str, Any], path: str) -> Pipeline | None:
     if value is None:
         return None
     components = {
-        name: comp
-        for name in PIPELINE_COMPONENTS
-        if (comp := _component(value, name, f"{path}.{name}")) is not None
+        name: comp for name in PIPELINE_COMPONENTS if (comp := _component(value, name, f"{path}.{name}")) is not None
     }
     extra = f.obj(value, "additionalComponents", f"{path}.additionalComponents") or {}
     additional = {
@@ -154,7 +152,9 @@ def _entry(doc: Any, index: int) -> Entry:
     path = f"spec.supportedModelFormats[{index}]"
     if not isinstance(doc, Mapping):
         raise InvalidInput(path, "must be an object")
-    model_format = _versioned(f.obj(doc, "modelFormat", f"{path}.modelFormat", required=True), f"{path}.modelFormat", True)
+    model_format = _versioned(
+        f.obj(doc, "modelFormat", f"{path}.modelFormat", required=True), f"{path}.modelFormat", True
+    )
     framework = _versioned(
         f.obj(doc, "modelFramework", f"{path}.modelFramework", required=True), f"{path}.modelFramework", True
     )
@@ -193,7 +193,9 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
     kind = f.one_of(f.string(doc, "kind", "kind", required=True), RUNTIME_KINDS, "kind", "runtime kind")
     meta = _meta(doc, namespaced=kind == "ServingRuntime")
     spec = f.obj(doc, "spec", "spec") or {}
-    entries = tuple(_entry(e, i) for i, e in enumerate(f.items(spec, "supportedModelFormats", "spec.supportedModelFormats")))
+    entries = tuple(
+        _entry(e, i) for i, e in enumerate(f.items(spec, "supportedModelFormats", "spec.supportedModelFormats"))
+    )
     size_range = None
     if (rng := f.obj(spec, "modelSizeRange", "spec.modelSizeRange")) is not None:
         low = f.string(rng, "min", "spec.modelSizeRange.min")

@@ -44,7 +44,9 @@ def first_mismatch(model: Pipeline | None, entry: Pipeline | None) -> PipelineMi
         return PipelineMismatch("class", "className", model.class_name or NIL, entry.class_name)
     for name in PIPELINE_COMPONENTS:
         required = entry.components.get(name)
-        if required is not None and (found := _component_mismatch(name, required, model.components, "component-missing")):
+        if required is not None and (
+            found := _component_mismatch(name, required, model.components, "component-missing")
+        ):
             return found
     if entry.additional:
         if not model.additional:

@@ -40,7 +40,9 @@ def parse_version(text: str, field: str = "version") -> Version:
     """Parse ``text`` or raise InvalidInput naming ``field``."""
     match = _VERSION.match(text.strip()) if isinstance(text, str) else None
     if match is None:
-        raise InvalidInput(field, f"malformed version {text!r} (expected digits separated by dots, e.g. 4.45.0 or 4.45.0.dev0)")
+        raise InvalidInput(
+            field, f"malformed version {text!r} (expected digits separated by dots, e.g. 4.45.0 or 4.45.0.dev0)"
+        )
     return Version(
         text=text.strip(),
         prefixed=bool(match.group("v")),

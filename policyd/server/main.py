@@ -36,7 +36,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--decision-log", type=Path, help="append one JSON line per decision to this file")
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-format", choices=("json", "text"), default="json")
-    p.add_argument("--watch-interval", type=float, default=0.2, help="seconds between checks of the watched directories")
+    p.add_argument(
+        "--watch-interval", type=float, default=0.2, help="seconds between checks of the watched directories"
+    )
     p.add_argument("--workers", type=int, default=8)
     return p.parse_args(argv)
 
@@ -50,7 +52,13 @@ def _record_reload(attempt: ReloadAttempt) -> None:
     else:
         log.error(
             "rules refused; last good rules keep serving",
-            extra={"revision": attempt.revision, "file": attempt.file, "rule_id": attempt.rule_id, "line": attempt.line, "error": attempt.error},
+            extra={
+                "revision": attempt.revision,
+                "file": attempt.file,
+                "rule_id": attempt.rule_id,
+                "line": attempt.line,
+                "error": attempt.error,
+            },
         )
 
 
@@ -77,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"policyd: catalog: {error}", file=sys.stderr)
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=args.workers))
-    policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, obs.DecisionLog(args.decision_log)), server)
+    policy_pb2_grpc.add_PolicyServiceServicer_to_server(
+        PolicyServicer(state, obs.DecisionLog(args.decision_log)), server
+    )
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
@@ -93,12 +103,19 @@ def main(argv: list[str] | None = None) -> int:
         start_http_server(args.metrics_port, registry=obs.REGISTRY)
     server.start()
 
+    def reload_catalog() -> None:
+        state.reload_catalog()
+        _record_catalog(state)
+
     watchers = [Watcher(args.rules, False, args.watch_interval, state.reload_rules)]
     if args.catalog is not None:
-        watchers.append(Watcher(args.catalog, True, max(args.watch_interval, 1.0), lambda: (state.reload_catalog(), _record_catalog(state))))
+        watchers.append(Watcher(args.catalog, True, max(args.watch_interval, 1.0), reload_catalog))
     for w in watchers:
         w.start()
-    log.info("serving", extra={"address": address, "rules_revision": state.revision.id, "catalog_revision": state.catalog.revision})
+    log.info(
+        "serving",
+        extra={"address": address, "rules_revision": state.revision.id, "catalog_revision": state.catalog.revision},
+    )
     if args.ready_file:
         args.ready_file.write_text(address)
 

@@ -12,7 +12,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry()
-CALLS = Counter("policyd_calls_total", "RPCs by method and outcome (gRPC status code)", ["rpc", "code"], registry=REGISTRY)
+CALLS = Counter(
+    "policyd_calls_total", "RPCs by method and outcome (gRPC status code)", ["rpc", "code"], registry=REGISTRY
+)
 LATENCY = Histogram(
     "policyd_call_seconds",
     "RPC latency by method",
@@ -20,11 +22,17 @@ LATENCY = Histogram(
     buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
     registry=REGISTRY,
 )
-RULES_REVISION = Gauge("policyd_rules_revision_info", "The rules revision being served (value 1)", ["revision"], registry=REGISTRY)
+RULES_REVISION = Gauge(
+    "policyd_rules_revision_info", "The rules revision being served (value 1)", ["revision"], registry=REGISTRY
+)
 RELOADS = Counter("policyd_rules_reloads_total", "Rules reload attempts by result", ["result"], registry=REGISTRY)
 CATALOG_SIZE = Gauge("policyd_catalog_objects", "Catalog objects by kind", ["kind"], registry=REGISTRY)
-CATALOG_ERRORS = Gauge("policyd_catalog_errors", "Manifests refused by the last catalog directory load", registry=REGISTRY)
-CACHE_HITS = Counter("policyd_decision_cache_hits_total", "Decisions answered from the decision cache", registry=REGISTRY)
+CATALOG_ERRORS = Gauge(
+    "policyd_catalog_errors", "Manifests refused by the last catalog directory load", registry=REGISTRY
+)
+CACHE_HITS = Counter(
+    "policyd_decision_cache_hits_total", "Decisions answered from the decision cache", registry=REGISTRY
+)
 
 _RESERVED = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
@@ -47,7 +55,9 @@ class JsonFormatter(logging.Formatter):
 
 def configure_logging(level: str, fmt: str) -> None:
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.setFormatter(
+        JsonFormatter() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
+    )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -59,4 +59,3 @@ def rejection(value: Rejection | None) -> pb.Rejection | None:
         condition_reason=value.condition_reason,
         condition_message=value.condition_message,
     )
-

@@ -64,7 +64,9 @@ def _keys(keys: Sequence[pb.ObjectKey]) -> list[Key]:
     out = []
     for i, k in enumerate(keys):
         if k.kind not in (*MODEL_KINDS, *RUNTIME_KINDS):
-            raise InvalidInput(f"keys[{i}].kind", f"unknown kind {k.kind!r} (one of {', '.join((*MODEL_KINDS, *RUNTIME_KINDS))})")
+            raise InvalidInput(
+                f"keys[{i}].kind", f"unknown kind {k.kind!r} (one of {', '.join((*MODEL_KINDS, *RUNTIME_KINDS))})"
+            )
         if not k.name:
             raise InvalidInput(f"keys[{i}].name", "is required")
         namespaced = k.kind in ("BaseModel", "ServingRuntime")
@@ -101,7 +103,10 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             except InvalidInput as err:
                 code = grpc.StatusCode.INVALID_ARGUMENT
                 context.set_trailing_metadata((("policyd-field", err.field),))
-                log.info("invalid argument", extra={"rpc": rpc, "request_id": request_id, "field": err.field, "error": err.message})
+                log.info(
+                    "invalid argument",
+                    extra={"rpc": rpc, "request_id": request_id, "field": err.field, "error": err.message},
+                )
                 context.abort(code, str(err))
             except Exception:
                 code = grpc.StatusCode.INTERNAL
@@ -155,7 +160,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 raise InvalidInput("model.model.name", "is required")
             kind = request.model.model.kind or "ClusterBaseModel"
             if kind not in ("ClusterBaseModel", "BaseModel"):
-                raise InvalidInput("model.model.kind", f"unknown model kind {kind!r} (one of ClusterBaseModel, BaseModel)")
+                raise InvalidInput(
+                    "model.model.kind", f"unknown model kind {kind!r} (one of ClusterBaseModel, BaseModel)"
+                )
             ref = ModelRef(request.model.model.name, kind)
             explanation = explain_model(catalog, ref, request.model.namespace, revision)
         else:
@@ -212,7 +219,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def InspectModel(self, request: pb.InspectModelRequest, context: grpc.ServicerContext) -> pb.InspectModelResponse:
         return self._serve("InspectModel", request, context, self._inspect)
 
-    def _inspect(self, request: pb.InspectModelRequest, revision: Revision, catalog: Catalog) -> pb.InspectModelResponse:
+    def _inspect(
+        self, request: pb.InspectModelRequest, revision: Revision, catalog: Catalog
+    ) -> pb.InspectModelResponse:
         base = object_manifest(request.base_model, "base_model") if request.HasField("base_model") else None
         which = request.WhichOneof("file")
         if which == "model_index":
@@ -238,17 +247,23 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             catalog_revision=updated.revision, runtimes=len(updated.runtimes), models=len(updated.models)
         )
 
-    def DeleteObjects(self, request: pb.DeleteObjectsRequest, context: grpc.ServicerContext) -> pb.DeleteObjectsResponse:
+    def DeleteObjects(
+        self, request: pb.DeleteObjectsRequest, context: grpc.ServicerContext
+    ) -> pb.DeleteObjectsResponse:
         return self._serve("DeleteObjects", request, context, self._delete)
 
-    def _delete(self, request: pb.DeleteObjectsRequest, revision: Revision, catalog: Catalog) -> pb.DeleteObjectsResponse:
+    def _delete(
+        self, request: pb.DeleteObjectsRequest, revision: Revision, catalog: Catalog
+    ) -> pb.DeleteObjectsResponse:
         updated, deleted = self.state.delete(_keys(request.keys))
         return pb.DeleteObjectsResponse(catalog_revision=updated.revision, deleted=deleted)
 
     def GetObjects(self, request: pb.GetObjectsRequest, context: grpc.ServicerContext) -> pb.GetObjectsResponse:
         return self._serve("GetObjects", request, context, self._get_objects)
 
-    def _get_objects(self, request: pb.GetObjectsRequest, revision: Revision, catalog: Catalog) -> pb.GetObjectsResponse:
+    def _get_objects(
+        self, request: pb.GetObjectsRequest, revision: Revision, catalog: Catalog
+    ) -> pb.GetObjectsResponse:
         found = []
         for key in _keys(request.keys):
             obj = catalog.runtimes.get(key) or catalog.models.get(key)
@@ -263,7 +278,13 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return pb.GetStatusResponse(
             revisions=self._revisions(revision, catalog),
             last_attempt=pb.RuleLoadAttempt(
-                revision=a.revision, ok=a.ok, error=a.error, file=a.file, rule_id=a.rule_id, line=a.line, at_unix_seconds=a.at
+                revision=a.revision,
+                ok=a.ok,
+                error=a.error,
+                file=a.file,
+                rule_id=a.rule_id,
+                line=a.line,
+                at_unix_seconds=a.at,
             ),
             runtimes=len(catalog.runtimes),
             models=len(catalog.models),

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
+from clients.conformance.paths import check
 from clients.renderer import RenderInput, render
 
-from clients.conformance.paths import check
 from .schemas import schema_errors
 from .shared_data import RENDER_CASES
 
