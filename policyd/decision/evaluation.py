@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from policyd.facts.derive import Defaults, Record, Subject, records, subject_facts
@@ -35,11 +36,23 @@ class RuntimeEvaluation:
     compatible: bool
     score: int
     entry_index: int  # best entry for the decision, -1 when none
-    reason: Reason | None  # first reason in rule order, None when selectable
-    compat_reason: Reason | None  # why it does not declare support, None when compatible
     advisories: tuple[Reason, ...]
     size_distance: float
     name_matched_entry: int  # first entry whose format and framework names match, -1 when none
+    # Reasons are rendered only when asked for: Select needs none of them when something is selectable.
+    _reason: tuple[Rule, Record] | None
+    _compat: tuple[Rule, Record] | None
+    _messages: Mapping[str, str]
+
+    @cached_property
+    def reason(self) -> Reason | None:
+        """The first reason in rule order; None when selectable."""
+        return make_reason(*self._reason, self._messages) if self._reason else None
+
+    @cached_property
+    def compat_reason(self) -> Reason | None:
+        """Why the runtime does not declare support; None when it does."""
+        return make_reason(*self._compat, self._messages) if self._compat else None
 
 
 def make_reason(rule: Rule, record: Mapping[str, Any], messages: Mapping[str, str]) -> Reason:
@@ -85,8 +98,9 @@ def _evaluate_one(
         compatible=bool(compat),
         score=scores[best] if best >= 0 else 0,
         entry_index=int(recs[best]["entry_index"]) if best >= 0 else -1,
-        reason=make_reason(reason_rule, recs[at], policy.messages) if reason_rule else None,
-        compat_reason=make_reason(first_compat_rule, recs[0], policy.messages) if first_compat_rule else None,
+        _reason=(reason_rule, recs[at]) if reason_rule else None,
+        _compat=(first_compat_rule, recs[0]) if first_compat_rule else None,
+        _messages=policy.messages,
         advisories=tuple(
             make_reason(rule, recs[best if best >= 0 else 0], policy.messages)
             for rule in verdicts[best if best >= 0 else 0].advisories

@@ -18,7 +18,7 @@ class Selection:
     ranking: tuple[RuntimeEvaluation, ...]
     error: str
     warnings: tuple[str, ...]
-    excluded: tuple[RuntimeEvaluation, ...]
+    excluded: tuple[RuntimeEvaluation, ...]  # the runtimes OME's message lists; only when nothing is selectable
 
 
 def select(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Selection:
@@ -27,13 +27,13 @@ def select(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Sele
     evaluations = evaluate(revision, subject, scope)
     ranking = rank(evaluations, revision.policy.ranking)
     messages = revision.policy.messages
-    excluded = tuple(e for e in evaluations if e.reason is not None and e.reason.effect in ("exclude", "reject"))
     if ranking:
         top = ranking[0]
         warning = templates.render(
             messages["auto_selected"], {"runtime_name": top.runtime.meta.name, "model_name": subject.model.meta.name}
         )
-        return Selection(tuple(ranking), "", (warning,), excluded)
+        return Selection(tuple(ranking), "", (warning,), ())
+    excluded = tuple(e for e in evaluations if e.reason is not None and e.reason.effect in ("exclude", "reject"))
     namespaced = sum(1 for r in scope if r.namespaced)
     error = templates.render(
         messages["no_runtime"],

@@ -4,6 +4,7 @@ only describes; the rules judge."""
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,8 @@ from policyd.semantics.pipelines import first_mismatch
 from policyd.semantics.versions import version_satisfies
 
 Record = dict[str, Any]
+# runtime id -> (weak reference to it, its intrinsic facts)
+_INTRINSIC: dict[int, tuple[weakref.ref[ServingRuntime], Record]] = {}
 _TAG = re.compile(r":(?P<tag>[\w][\w.-]{0,127})$")
 
 
@@ -75,13 +78,13 @@ def subject_facts(subject: Subject) -> Record:
     }
 
 
-def runtime_facts(subject: Subject, runtime: ServingRuntime) -> Record:
-    """Fields about one runtime for this request."""
+def _intrinsic_facts(runtime: ServingRuntime) -> Record:
+    """Fields that depend on the runtime alone, computed once per runtime object."""
+    hit = _INTRINSIC.get(id(runtime))
+    if hit is not None and hit[0]() is runtime:
+        return hit[1]
     rng = runtime.size_range
-    size = subject.model.size
-    requested_class = subject.isvc.accelerator_class if subject.isvc else ""
-    classes = runtime.accelerator_classes or ()
-    return {
+    facts: Record = {
         "runtime_name": runtime.meta.name,
         "runtime_kind": runtime.kind,
         "runtime_namespace": runtime.meta.namespace,
@@ -93,11 +96,24 @@ def runtime_facts(subject: Subject, runtime: ServingRuntime) -> Record:
         "engine_mode_runtime": annotated_mode(runtime.components.get("engine")),
         "decoder_mode_runtime": annotated_mode(runtime.components.get("decoder")),
         "router_mode_runtime": annotated_mode(runtime.components.get("router")),
-        "accelerator_classes_runtime": list(classes),
-        "accelerator_class_listed": not requested_class or requested_class in classes,
+        "accelerator_classes_runtime": list(runtime.accelerator_classes or ()),
         "size_range_set": rng is not None,
         "size_range_min": rng.min_text if rng else "",
         "size_range_max": rng.max_text if rng else "",
+    }
+    key = id(runtime)
+    _INTRINSIC[key] = (weakref.ref(runtime, lambda _: _INTRINSIC.pop(key, None)), facts)
+    return facts
+
+
+def runtime_facts(subject: Subject, runtime: ServingRuntime) -> Record:
+    """Fields about one runtime for this request."""
+    rng = runtime.size_range
+    size = subject.model.size
+    requested_class = subject.isvc.accelerator_class if subject.isvc else ""
+    return {
+        **_intrinsic_facts(runtime),
+        "accelerator_class_listed": not requested_class or requested_class in (runtime.accelerator_classes or ()),
         "size_in_range": rng is None or size is None or rng.min <= size <= rng.max,
     }
 

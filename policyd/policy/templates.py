@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 _FORMATTER = string.Formatter()
@@ -29,9 +30,14 @@ def check(template: str, allowed: Iterable[str]) -> None:
             raise ValueError(f"unknown placeholder {{{name}}}")
 
 
+@lru_cache(maxsize=4096)
+def _parts(template: str) -> tuple[tuple[str, str | None], ...]:
+    return tuple((literal, name) for literal, name, _, _ in _FORMATTER.parse(template))
+
+
 def render(template: str, values: Mapping[str, Any]) -> str:
     out = []
-    for literal, name, _, _ in _FORMATTER.parse(template):
+    for literal, name in _parts(template):
         out.append(literal)
         if name is not None:
             value = values.get(name, "")

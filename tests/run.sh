@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Set up and run the whole test suite: lint, types, the contract's lint, the rule
+# files' own tests, the shared conformance cases through the real daemon, pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=$(command -v python3.11 || command -v python3)
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/pip install --quiet --upgrade pip
+.venv/bin/pip install --quiet -e '.[dev]'
+export PATH="$PWD/.venv/bin:$PATH"
+SHARED=${POLICYD_SHARED:-../shared}
+
+echo "== ruff";   ruff check . && ruff format --check . >/dev/null
+echo "== mypy";   mypy policyd clients
+echo "== buf";    buf lint
+echo "== rules";  policyctl rules test rules
+echo "== conformance"
+policyctl conformance "$SHARED/conformance/cases/select" "$SHARED/conformance/cases/explain" \
+  "$SHARED/conformance/cases/resolve" "$SHARED/conformance/cases/inspect" "$SHARED/conformance/cases/render"
+echo "== pytest"
+pytest -q -p no:cacheprovider
