@@ -1,0 +1,1 @@
+"""Unit tests of policyd's pure logic, named after the OME rule each one checks."""
