@@ -20,4 +20,4 @@ echo "== conformance"
 policyctl conformance "$SHARED/conformance/cases/select" "$SHARED/conformance/cases/explain" \
   "$SHARED/conformance/cases/resolve" "$SHARED/conformance/cases/inspect" "$SHARED/conformance/cases/render"
 echo "== pytest"
-pytest -q -p no:cacheprovider
+pytest -p no:cacheprovider
