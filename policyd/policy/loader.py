@@ -19,6 +19,7 @@ from policyd.policy import templates
 from policyd.policy.conditions import ConditionError, compile_condition
 from policyd.policy.messages import MESSAGE_VARIABLES
 from policyd.policy.model import Policy, RankKey, Rule, RuleTest, Scoring
+from policyd.resources.manifests import SAFE_LOADER
 
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
 
@@ -47,7 +48,7 @@ def schema() -> dict[str, Any]:
 
 def _rule_lines(text: str) -> list[int]:
     """1-based line of each item of the top-level ``rules`` list."""
-    node = yaml.compose(text)
+    node = yaml.compose(text, Loader=SAFE_LOADER)
     if not isinstance(node, yaml.MappingNode):
         return []
     for key, value in node.value:
@@ -63,7 +64,7 @@ def rule_files(directory: Path) -> list[Path]:
 def _read(path: Path) -> tuple[dict[str, Any], list[int], str]:
     text = path.read_text()
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=SAFE_LOADER)
         lines = _rule_lines(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)

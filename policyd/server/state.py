@@ -77,6 +77,7 @@ class ServingState:
         except RuleFileError as err:
             attempt = ReloadAttempt(self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line)
         else:
+            revision.engine.warm_from(self.revision.engine)
             self.revision = revision
             attempt = ReloadAttempt(revision.id, True, time.time())
         self.last_attempt = attempt
