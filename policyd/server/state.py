@@ -14,8 +14,10 @@ from pathlib import Path
 
 from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key
+from policyd.decision.admission import runtime_refusals
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
+from policyd.resources.objects import ServingRuntime
 
 log = logging.getLogger("policyd.state")
 
@@ -93,11 +95,18 @@ class ServingState:
     def reload_catalog(self) -> None:
         assert self.catalog_dir is not None
         loaded = load_directory(self.catalog_dir)
-        for error in loaded.errors:
+        errors, accepted = list(loaded.errors), []
+        for obj in loaded.objects:
+            # What the webhook would refuse in a runtime never enters the catalog.
+            refusals = runtime_refusals(obj, self.revision.policy.messages) if isinstance(obj, ServingRuntime) else []
+            errors.extend(f"{obj.kind}/{obj.meta.name}: {r.field}: {r.message}" for r in refusals)
+            if not refusals:
+                accepted.append(obj)
+        for error in errors:
             log.warning("catalog manifest refused", extra={"error": error})
         with self._lock:
-            self.catalog_errors = loaded.errors
-            self._dir_objects = {(o.kind, o.meta.namespace, o.meta.name): o for o in loaded.objects}
+            self.catalog_errors = errors
+            self._dir_objects = {(o.kind, o.meta.namespace, o.meta.name): o for o in accepted}
             self._publish()
 
     def apply(self, objects: list[CatalogObject]) -> Catalog:

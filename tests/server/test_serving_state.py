@@ -1,0 +1,50 @@
+"""The serving state: the catalog directory, the webhook's refusals, and rule swaps."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from policyd.server.state import ServingState
+
+RULES = Path(__file__).resolve().parents[2] / "rules"
+RUNTIME = """
+apiVersion: ome.io/v1beta1
+kind: ClusterServingRuntime
+metadata:
+  name: {name}
+spec:
+  supportedModelFormats:
+    - modelFormat: {{name: safetensors, version: "1.0.0"}}
+      modelFramework: {{name: transformers, version: "4.45.0"}}
+      modelArchitecture: LlamaForCausalLM
+{extra}
+"""
+
+
+def test_a_runtime_with_autoscaler_policy_ref_is_refused_and_the_rest_load(tmp_path: Path) -> None:
+    (tmp_path / "ok.yaml").write_text(RUNTIME.format(name="ok", extra=""))
+    (tmp_path / "scaled.yaml").write_text(RUNTIME.format(name="scaled", extra="  autoscalerPolicyRef: {name: hpa}"))
+    (tmp_path / "bad.yaml").write_text(RUNTIME.format(name="bad", extra="").replace('"4.45.0"', '"4.x"'))
+    state = ServingState(RULES, tmp_path, lambda attempt: None)
+    assert [k[2] for k in state.catalog.runtimes] == ["ok"]
+    assert any("scaled" in e and "spec.autoscalerPolicyRef" in e for e in state.catalog_errors)
+    assert any(
+        e.startswith(str(tmp_path / "bad.yaml")) and "spec.supportedModelFormats[0].modelFramework.version" in e
+        for e in state.catalog_errors
+    )
+
+
+def test_a_refused_rules_change_keeps_the_last_good_revision(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    shutil.copytree(RULES, rules, ignore=shutil.ignore_patterns("examples"))
+    attempts = []
+    state = ServingState(rules, None, attempts.append)
+    good = state.revision
+    (rules / "00-runtime.yaml").write_text(
+        (rules / "00-runtime.yaml").read_text().replace("runtime_disabled: true}", "runtime_gone: true}")
+    )
+    attempt = state.reload_rules()
+    assert not attempt.ok and attempt.rule_id == "runtime-disabled" and attempt.file.endswith("00-runtime.yaml")
+    assert "runtime_gone" in attempt.error
+    assert state.revision is good and attempts == [attempt]
