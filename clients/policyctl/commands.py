@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import grpc
 import yaml
 from google.protobuf import json_format
 
@@ -157,7 +158,12 @@ def render(args: argparse.Namespace) -> int:
             request.model.CopyFrom(rpb.Object(manifest=json.dumps(model)))
     if args.accelerator_class:
         request.accelerator_classes.update({"engine": args.accelerator_class, "decoder": args.accelerator_class})
-    reply = renderer_stub(args.renderer).Render(request)
+    try:
+        reply = renderer_stub(args.renderer).Render(request)
+    except grpc.RpcError as err:
+        if err.code() == grpc.StatusCode.UNAVAILABLE:
+            raise UsageError(f"cannot reach the renderer at {args.renderer} (start it with `policy-render`)") from None
+        raise
     print("\n---\n".join(yaml.safe_dump(json.loads(o), sort_keys=False).rstrip() for o in reply.objects))
     for error in reply.errors:
         print(f"error: {error}")

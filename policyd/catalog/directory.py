@@ -7,7 +7,7 @@ from pathlib import Path
 
 from policyd.catalog.snapshot import CatalogObject
 from policyd.errors import InvalidInput
-from policyd.resources.manifests import is_ome_object, load_documents, parse_object
+from policyd.resources.manifests import is_ome_object, load_yaml, parse_object
 from policyd.resources.objects import InferenceService
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -30,12 +30,15 @@ def load_directory(root: Path) -> DirectoryLoad:
         return DirectoryLoad([], [f"{root}: catalog directory does not exist"])
     for path in manifest_files(root):
         try:
-            docs = load_documents(path.read_text(), str(path))
+            docs = load_yaml(path.read_text(), str(path))
         except InvalidInput as err:
             errors.append(str(err))
             continue
         for i, doc in enumerate(docs):
             where = f"{path}#{i}" if len(docs) > 1 else str(path)
+            if not isinstance(doc, dict):
+                errors.append(f"{where}: a manifest must be an object")
+                continue
             # Kustomizations and other API groups share the directory; they are not catalog objects.
             if not is_ome_object(doc):
                 continue

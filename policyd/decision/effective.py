@@ -34,7 +34,9 @@ def effective_modes(isvc: InferenceService, runtime: ServingRuntime | None, mess
             text = templates.render(
                 messages["omenative_mismatch"], {"engine_mode": engine or "none", "decoder_mode": decoder or "none"}
             )
-            errors.append(Rejection(text, "spec.decoder.annotations[ome.io/deploymentMode]"))
+            # name the side that does not ask for OMENative
+            side = "decoder" if engine == OMENATIVE else "engine"
+            errors.append(Rejection(text, f"spec.{side}.annotations[ome.io/deploymentMode]"))
     for mode in modes:
         if mode.component == "router" and mode.mode == "MultiNode":
             errors.append(Rejection(templates.render(messages["router_multinode"], {"mode": mode.mode}), "spec.router"))

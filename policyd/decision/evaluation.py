@@ -36,6 +36,7 @@ class RuntimeEvaluation:
     compatible: bool
     score: int
     entry_index: int  # best entry for the decision, -1 when none
+    compatible_entry_index: int  # best compatible entry, autoSelect aside (a named runtime's), -1 when none
     advisories: tuple[Reason, ...]
     size_distance: float
     name_matched_entry: int  # first entry whose format and framework names match, -1 when none
@@ -84,6 +85,8 @@ def _evaluate_one(
     pool = selectable or compat
     scores = {i: policy.scoring.entry_score(recs[i]) + verdicts[i].points for i in pool}
     best = max(pool, key=lambda i: (scores[i], -i)) if pool else -1
+    compat_scores = {i: policy.scoring.entry_score(recs[i]) + verdicts[i].points for i in compat}
+    best_compatible = max(compat, key=lambda i: (compat_scores[i], -i)) if compat else -1
     reason_rule: Rule | None = None
     at = 0
     if not selectable:
@@ -98,6 +101,7 @@ def _evaluate_one(
         compatible=bool(compat),
         score=scores[best] if best >= 0 else 0,
         entry_index=int(recs[best]["entry_index"]) if best >= 0 else -1,
+        compatible_entry_index=int(recs[best_compatible]["entry_index"]) if best_compatible >= 0 else -1,
         _reason=(reason_rule, recs[at]) if reason_rule else None,
         _compat=(first_compat_rule, recs[0]) if first_compat_rule else None,
         _messages=policy.messages,

@@ -68,7 +68,11 @@ def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: 
     if isvc.model is None:
         # No model: OME skips all model work, so there is nothing to check support against.
         return Resolution(runtime, None)
-    model = find_model(catalog, isvc.model, isvc.meta.namespace, revision, "spec.model.name")
+    try:
+        model = find_model(catalog, isvc.model, isvc.meta.namespace, revision, "spec.model.name")
+    except InvalidInput as err:
+        # The webhook rejects an InferenceService whose base model doesn't exist.
+        return Resolution(runtime, None, rejection=Rejection(err.message, err.field))
     model_names = {"model_name": model.meta.name}
     if model.disabled:
         return Resolution(
@@ -81,7 +85,8 @@ def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: 
         return Resolution(runtime, None, rejection=Rejection(text, "spec.model.name"))
     subject = Subject(model=model, isvc=isvc, namespace=isvc.meta.namespace)
     evaluation = evaluate(revision, subject, [runtime])[0]
-    entry = evaluation.entry_index if evaluation.compatible else evaluation.name_matched_entry
+    # A named runtime counts every entry, autoSelect or not.
+    entry = evaluation.compatible_entry_index if evaluation.compatible else evaluation.name_matched_entry
     if evaluation.compatible or evaluation.compat_reason is None:
         return Resolution(runtime, evaluation, entry_index=entry)
     values = {

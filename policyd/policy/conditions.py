@@ -18,7 +18,7 @@ class ConditionError(ValueError):
     pass
 
 
-def _literal(field: str, value: Any) -> Any:
+def _literal(field: str, value: Any, used: set[str]) -> Any:
     ftype = FIELDS[field].type
     expected = _PY_TYPES.get(ftype)
     if isinstance(value, Mapping):
@@ -27,6 +27,7 @@ def _literal(field: str, value: Any) -> Any:
             raise ConditionError(f"{field}: a value must be a literal or {{fact: <known field>}}, got {value!r}")
         if FIELDS[ref].type != ftype:
             raise ConditionError(f"{field}: compared with {ref} of another type")
+        used.add(ref)
         return {"$m": ref}
     if expected is None or type(value) is not expected:
         raise ConditionError(f"{field}: expected a {ftype} value, got {value!r}")
@@ -38,7 +39,12 @@ def _field_condition(field: str, spec: Any, used: set[str]) -> dict[str, Any]:
         raise ConditionError(f"unknown fact field {field!r}")
     used.add(field)
     ftype = FIELDS[field].type
-    op, value = next(iter(spec.items())) if isinstance(spec, Mapping) and "fact" not in spec else ("eq", spec)
+    if isinstance(spec, Mapping) and "fact" not in spec:
+        if len(spec) != 1:
+            raise ConditionError(f"{field}: takes exactly one operator, got {sorted(spec)!r}")
+        op, value = next(iter(spec.items()))
+    else:
+        op, value = "eq", spec
     if ftype == LIST:
         if op not in ("contains", "not_contains") or not isinstance(value, str) or not value:
             raise ConditionError(f"{field}: a list field takes contains / not_contains with a non-empty string")
@@ -49,17 +55,17 @@ def _field_condition(field: str, spec: Any, used: set[str]) -> dict[str, Any]:
     if op in ("in", "not_in"):
         if not isinstance(value, list) or not value:
             raise ConditionError(f"{field}: {op} takes a non-empty list")
-        each = [_literal(field, v) for v in value]
+        each = [_literal(field, v, used) for v in value]
         if op == "in":
             return {"$or": [{field: v} for v in each]}
         return {"$and": [{"$neq": {field: v}} for v in each]}
     if op == "eq":
-        return {field: _literal(field, value)}
+        return {field: _literal(field, value, used)}
     if op not in _COMPARE:
         raise ConditionError(f"{field}: unknown operator {op!r}")
     if op in _ORDERED and ftype != INT:
         raise ConditionError(f"{field}: {op} needs an integer field")
-    return {_COMPARE[op]: {field: _literal(field, value)}}
+    return {_COMPARE[op]: {field: _literal(field, value, used)}}
 
 
 def compile_condition(when: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:

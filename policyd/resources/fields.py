@@ -33,7 +33,10 @@ def string(doc: Doc, key: str, path: str, required: bool = False) -> str:
         if required:
             raise InvalidInput(path, "is required")
         return ""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
+    if isinstance(value, float):
+        # YAML reads 4.40 as the number 4.4: refuse rather than compare the wrong text
+        raise InvalidInput(path, f"must be a string, got the number {value!r} (quote it)")
+    if isinstance(value, bool) or not isinstance(value, str | int):
         raise InvalidInput(path, f"must be a string, got {_type_name(value)}")
     return str(value)
 

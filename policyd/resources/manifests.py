@@ -36,12 +36,17 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 Resource = BaseModel | ServingRuntime | InferenceService
 
 
-def load_documents(text: str, source: str = "input") -> list[dict[str, Any]]:
+def load_yaml(text: str, source: str = "input") -> list[Any]:
     """Every non-empty document of a (multi-document) YAML or JSON text."""
     try:
-        docs = [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]
+        return [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]
     except yaml.YAMLError as err:
         raise InvalidInput(source, f"not valid YAML: {err}") from None
+
+
+def load_documents(text: str, source: str = "input") -> list[dict[str, Any]]:
+    """Every document, each of which must be a manifest (an object)."""
+    docs = load_yaml(text, source)
     for i, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise InvalidInput(f"{source}[{i}]", "a manifest must be an object")
@@ -209,6 +214,8 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
                 min=parse_size(low, "spec.modelSizeRange.min") if low else 0.0,
                 max=parse_size(high, "spec.modelSizeRange.max") if high else float("inf"),
             )
+            if size_range.min > size_range.max:
+                raise InvalidInput("spec.modelSizeRange", f"min {low} is greater than max {high}")
     classes = None
     if (req := f.obj(spec, "acceleratorRequirements", "spec.acceleratorRequirements")) is not None:
         raw_classes = f.items(req, "acceleratorClasses", "spec.acceleratorRequirements.acceleratorClasses")

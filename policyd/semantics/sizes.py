@@ -21,9 +21,9 @@ def parse_size(text: str, field: str = "size") -> float:
 def format_size(parameters: float) -> str:
     """The shortest OME-style text for a parameter count (``7B``, ``1.24B``, ``500M``)."""
     for unit in ("T", "B", "M"):
-        scaled = parameters / UNITS[unit]
+        scaled = round(parameters / UNITS[unit], 2)
         if scaled >= 1:
-            return f"{round(scaled, 2):g}{unit}"
+            return f"{scaled:g}{unit}"
     return f"{round(parameters / UNITS['M'], 2):g}M"
 
 

@@ -7,7 +7,8 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import grpc
@@ -22,7 +23,7 @@ from policyd.contract import resources_pb2 as rpb
 from policyd.decision.admission import runtime_refusals
 from policyd.decision.effective import effective_modes
 from policyd.decision.explain import explain_isvc, explain_model
-from policyd.decision.resolve import lookup, resolve
+from policyd.decision.resolve import LOOKUPS, lookup, resolve
 from policyd.decision.select import select
 from policyd.errors import InvalidInput
 from policyd.policy.revision import Revision
@@ -38,21 +39,36 @@ Resp = TypeVar("Resp", bound=Message)
 CACHEABLE = frozenset({"Select", "Explain", "Resolve", "Effective"})
 
 
-def _parse_isvc(value: rpb.InferenceServiceInput) -> InferenceService:
+ISVC_FIELD = "inference_service"
+
+
+@contextmanager
+def under(prefix: str) -> Iterator[None]:
+    """Name fields of a nested object from the request's root."""
     try:
-        return parse_inference_service(isvc_manifest(value, "inference_service"))
+        yield
     except InvalidInput as err:
-        raise err.under("inference_service") from None
+        raise err.under(prefix) from None
+
+
+def _parse_isvc(value: rpb.InferenceServiceInput) -> InferenceService:
+    manifest = isvc_manifest(value, ISVC_FIELD)
+    with under(ISVC_FIELD):
+        return parse_inference_service(manifest)
 
 
 def catalog_object(obj: rpb.Object, field: str) -> CatalogObject:
-    try:
-        parsed = parse_object(object_manifest(obj, field))
-    except InvalidInput as err:
-        raise err.under(field) from None
+    manifest = object_manifest(obj, field)
+    with under(field):
+        parsed = parse_object(manifest)
     if isinstance(parsed, InferenceService):
         raise InvalidInput(f"{field}.kind", "an InferenceService is not a catalog object")
     return parsed
+
+
+def _check_lookup(value: str) -> None:
+    if value and value not in LOOKUPS:
+        raise InvalidInput("lookup", f"unknown lookup {value!r} (one of {', '.join(LOOKUPS)})")
 
 
 def _request_catalog(base: Catalog, value: pb.RequestCatalog) -> Catalog:
@@ -138,7 +154,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def _select(self, request: pb.SelectRequest, revision: Revision, base: Catalog) -> pb.SelectResponse:
         isvc = _parse_isvc(request.inference_service)
         catalog = _request_catalog(base, request.catalog)
-        result = select(catalog, isvc, revision)
+        with under(ISVC_FIELD):
+            result = select(catalog, isvc, revision)
         return pb.SelectResponse(
             ranking=[responses.ranked(e) for e in result.ranking],
             error=result.error,
@@ -154,7 +171,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         catalog = _request_catalog(base, request.catalog)
         which = request.WhichOneof("subject")
         if which == "inference_service":
-            explanation = explain_isvc(catalog, _parse_isvc(request.inference_service), revision)
+            isvc = _parse_isvc(request.inference_service)
+            with under(ISVC_FIELD):
+                explanation = explain_isvc(catalog, isvc, revision)
         elif which == "model":
             if not request.model.model.name:
                 raise InvalidInput("model.model.name", "is required")
@@ -164,7 +183,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                     "model.model.kind", f"unknown model kind {kind!r} (one of ClusterBaseModel, BaseModel)"
                 )
             ref = ModelRef(request.model.model.name, kind)
-            explanation = explain_model(catalog, ref, request.model.namespace, revision)
+            with under("model"):
+                explanation = explain_model(catalog, ref, request.model.namespace, revision)
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
         return pb.ExplainResponse(
@@ -178,9 +198,11 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("Resolve", request, context, self._resolve)
 
     def _resolve(self, request: pb.ResolveRequest, revision: Revision, base: Catalog) -> pb.ResolveResponse:
+        _check_lookup(request.lookup)
         isvc = _parse_isvc(request.inference_service)
         catalog = _request_catalog(base, request.catalog)
-        result = resolve(catalog, isvc, revision, request.lookup or "v1.3")
+        with under(ISVC_FIELD):
+            result = resolve(catalog, isvc, revision, request.lookup or "v1.3")
         evaluation = result.evaluation
         return pb.ResolveResponse(
             runtime=result.runtime.meta.name if result.runtime and not result.rejection else "",
@@ -199,13 +221,16 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("Effective", request, context, self._effective)
 
     def _effective(self, request: pb.EffectiveRequest, revision: Revision, base: Catalog) -> pb.EffectiveResponse:
+        _check_lookup(request.lookup)
         isvc = _parse_isvc(request.inference_service)
         catalog = _request_catalog(base, request.catalog)
         runtime: ServingRuntime | None
         if isvc.runtime is not None:
-            runtime = lookup(catalog, isvc, request.lookup or "v1.3")
+            with under(ISVC_FIELD):
+                runtime = lookup(catalog, isvc, request.lookup or "v1.3")
         else:
-            ranking = select(catalog, isvc, revision).ranking
+            with under(ISVC_FIELD):
+                ranking = select(catalog, isvc, revision).ranking
             runtime = ranking[0].runtime if ranking else None
         result = effective_modes(isvc, runtime, revision.policy.messages)
         return pb.EffectiveResponse(
@@ -223,13 +248,19 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self, request: pb.InspectModelRequest, revision: Revision, catalog: Catalog
     ) -> pb.InspectModelResponse:
         base = object_manifest(request.base_model, "base_model") if request.HasField("base_model") else None
+        if base is not None and base.get("kind") not in MODEL_KINDS:
+            raise InvalidInput("base_model.kind", f"must be one of {', '.join(MODEL_KINDS)}, got {base.get('kind')!r}")
         which = request.WhichOneof("file")
-        if which == "model_index":
-            spec = metadata.inspect_model_index(json_format.MessageToDict(request.model_index), base)
-        elif which == "config":
-            spec = metadata.inspect_config(json_format.MessageToDict(request.config), base)
-        else:
+        if which not in ("model_index", "config"):
             raise InvalidInput("file", "is required: set model_index or config")
+        inspect = metadata.inspect_model_index if which == "model_index" else metadata.inspect_config
+        try:
+            spec = inspect(json_format.MessageToDict(getattr(request, which)), base)
+        except InvalidInput as err:
+            # the metadata module names the base model as a manifest does; the request calls it base_model
+            if err.field.startswith("baseModel"):
+                raise InvalidInput("base_model" + err.field.removeprefix("baseModel"), err.message) from None
+            raise err.under(which) from None
         return pb.InspectModelResponse(spec_json=json.dumps(spec, sort_keys=True))
 
     # -- catalog --------------------------------------------------------------------------

@@ -160,7 +160,12 @@ def isvc(
     body.update(spec)
     for key in [k for k, v in body.items() if v is None]:
         del body[key]
-    return {"apiVersion": API, "kind": "InferenceService", "metadata": {"name": name, "namespace": namespace}, "spec": body}
+    return {
+        "apiVersion": API,
+        "kind": "InferenceService",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body,
+    }
 
 
 def mode_annotation(mode: str) -> dict[str, Any]:

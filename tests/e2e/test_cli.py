@@ -1,0 +1,187 @@
+"""policyctl against the session's daemon, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import yaml
+
+from policyd.policy.loader import load_policy
+
+from .conftest import Files
+from .support import (
+    MODEL_NAME,
+    NAMESPACE,
+    RULES,
+    RUNTIME_70B,
+    RUNTIME_NAME,
+    last_line,
+    no_traceback,
+    policyctl,
+    spec_manifest,
+    succeeded,
+    write_yaml,
+)
+
+HEADER = ("RUNTIME", "KIND", "SELECTABLE", "COMPATIBLE", "SCORE", "REASON")
+FORMAT = "mt:safetensors:1.0.0:LlamaForCausalLM:transformers:4.45.0.dev0"
+SIZE_REASON = "model size 3B is outside supported range [60B, 75B]"
+
+
+def _table(stdout: str) -> list[list[str]]:
+    """The rows of the kubectl-style table that starts at the RUNTIME header; checks the columns line up."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("RUNTIME "))
+    header, rows = lines[start], lines[start + 1 :]
+    assert re.split(r" {2,}", header) == list(HEADER), header
+    offsets = [header.index(h) for h in HEADER]
+    out = []
+    for row in rows:
+        cells = [row[a:b].strip() for a, b in zip(offsets, [*offsets[1:], None], strict=True)]
+        assert all(row[o - 1] == " " for o in offsets[1:]), f"columns do not line up: {row!r}"
+        out.append(cells)
+    return out
+
+
+def test_explain_prints_a_kubectl_style_table(daemon: str, files: Files) -> None:
+    result = policyctl("explain", "-f", str(files.isvc), address=daemon)
+    succeeded(result)
+    assert result.stdout.startswith(f"MODEL {MODEL_NAME} {FORMAT} (rules {load_policy(RULES).revision}, catalog ")
+    assert _table(result.stdout) == [
+        [RUNTIME_NAME, "SR", "Yes", "Yes", "2", "<none>"],
+        [RUNTIME_70B, "CSR", "No", "No", "<none>", SIZE_REASON],
+    ]
+
+
+def test_explain_as_json(daemon: str, files: Files) -> None:
+    result = policyctl("explain", "-f", str(files.isvc), "-o", "json", address=daemon)
+    succeeded(result)
+    reply = json.loads(result.stdout)
+    assert [(r["name"], r["selectable"]) for r in reply["runtimes"]] == [(RUNTIME_NAME, True), (RUNTIME_70B, False)]
+    assert reply["runtimes"][1]["reason"]["ruleId"] == "model-size-out-of-range"
+    assert reply["modelName"] == MODEL_NAME
+
+
+def test_select_prints_the_admission_warning(daemon: str, files: Files) -> None:
+    result = policyctl("select", "-f", str(files.isvc), address=daemon)
+    succeeded(result)
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"Warning: Runtime {RUNTIME_NAME} will be auto-selected for model {MODEL_NAME}"
+    assert re.split(r" {2,}", lines[2]) == [RUNTIME_NAME, "ServingRuntime", "2", "0"]
+
+
+def test_select_reads_the_manifest_from_stdin(daemon: str, files: Files) -> None:
+    result = policyctl("select", "-f", "-", address=daemon, stdin=files.isvc.read_text())
+    succeeded(result)
+    assert f"Runtime {RUNTIME_NAME} will be auto-selected" in result.stdout
+
+
+def test_explain_a_model_in_a_namespace(daemon: str) -> None:
+    result = policyctl("explain", "--model", MODEL_NAME, "-n", NAMESPACE, address=daemon)
+    succeeded(result)
+    assert [row[:4] for row in _table(result.stdout)] == [
+        [RUNTIME_NAME, "SR", "Yes", "Yes"],
+        [RUNTIME_70B, "CSR", "No", "No"],
+    ]
+    elsewhere = policyctl("explain", "--model", MODEL_NAME, "-n", "default", address=daemon)
+    succeeded(elsewhere)
+    assert [row[0] for row in _table(elsewhere.stdout)] == [RUNTIME_70B]  # the ServingRuntime lives in llama-demo
+
+
+def test_resolve_a_named_runtime(daemon: str, files: Files) -> None:
+    result = policyctl("resolve", "-f", str(files.isvc_named_sr), address=daemon)
+    succeeded(result)
+    assert result.stdout.splitlines() == [f"ServingRuntime/{RUNTIME_NAME}"]
+
+
+def test_resolve_a_named_runtime_that_does_not_declare_support(daemon: str, files: Files) -> None:
+    result = policyctl("resolve", "-f", str(files.isvc_named_70b), address=daemon)
+    succeeded(result)
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"ClusterServingRuntime/{RUNTIME_70B}"
+    assert lines[1].startswith(f'Warning: runtime "{RUNTIME_70B}" does not declare support for model "{MODEL_NAME}" (')
+    assert lines[2].startswith(
+        f"Event RuntimeCompatibilityAdvisory: Runtime {RUNTIME_70B} does not declare support for model {MODEL_NAME}"
+    )
+    assert SIZE_REASON in lines[2]
+
+
+def test_effective_modes(daemon: str, files: Files) -> None:
+    result = policyctl("effective", "-f", str(files.isvc), address=daemon)
+    succeeded(result)
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"RUNTIME SR/{RUNTIME_NAME}"
+    assert re.split(r" {2,}", lines[1]) == ["COMPONENT", "MODE", "SET BY"]
+    assert re.split(r" {2,}", lines[2]) == ["engine", "RawDeployment", "default"]
+
+
+def test_status(daemon: str) -> None:
+    result = policyctl("status", address=daemon)
+    succeeded(result)
+    status = yaml.safe_load(result.stdout)
+    assert status["revisions"]["rulesRevision"] == load_policy(RULES).revision
+    assert status["revisions"]["catalogRevision"]
+    assert status["lastAttempt"]["ok"] is True
+    assert (status["runtimes"], status["models"]) == (2, 1)  # the catalog directory, watched
+    assert status["catalogErrors"] == []
+
+
+def test_model_inspect_prints_the_recorded_pipeline(daemon: str, files: Files) -> None:
+    result = policyctl("model", "inspect", str(files.model_dir), address=daemon)
+    succeeded(result)
+    spec = yaml.safe_load(result.stdout)["spec"]
+    assert spec["diffusionPipeline"]["transformer"] == {"library": "diffusers", "type": "UNet2DConditionModel"}
+    assert "unet" not in spec["diffusionPipeline"]
+    assert spec["modelArchitecture"] == "StableDiffusionPipeline"
+    assert spec["modelFormat"] == {"name": "diffusers", "version": "0.24.0"}
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def test_unreachable_daemon_is_a_clear_message(files: Files) -> None:
+    address = f"127.0.0.1:{_closed_port()}"
+    result = policyctl("explain", "-f", str(files.isvc), address=address)
+    no_traceback(result)
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip()
+        == f"error: cannot reach policyd at {address} (start it with `policyd`, or pass --address)"
+    )
+
+
+def test_unknown_deployment_mode_names_the_field(daemon: str, files: Files) -> None:
+    for command in ("select", "explain"):
+        result = policyctl(command, "-f", str(files.isvc_sideways), address=daemon)
+        no_traceback(result)
+        assert result.returncode == 1
+        assert result.stderr.startswith("error: INVALID_ARGUMENT: inference_service.spec.deploymentMode: ")
+        assert "Sideways" in result.stderr
+
+
+def test_bad_request_object_names_its_field(daemon: str, files: Files, tmp_path: Path) -> None:
+    runtime = spec_manifest("004", "ServingRuntime", RUNTIME_NAME)
+    runtime["spec"]["supportedModelFormats"][0]["modelFramework"]["version"] = "4.x"
+    objects = write_yaml(tmp_path / "objects.yaml", runtime)
+    result = policyctl("select", "-f", str(files.isvc), "--objects", str(objects), address=daemon)
+    no_traceback(result)
+    assert result.returncode == 1
+    assert "catalog.objects[0].spec.supportedModelFormats[0].modelFramework.version: malformed version" in result.stderr
+
+
+def test_unreachable_renderer_is_named_in_the_message(daemon: str, files: Files, tmp_path: Path) -> None:
+    renderer = f"unix:{tmp_path}/no-renderer.sock"
+    result = policyctl("render", "-f", str(files.isvc), "--renderer", renderer, address=daemon)
+    no_traceback(result)
+    assert result.returncode == 1
+    # The daemon is up; it is the renderer that cannot be reached, and the message must say so.
+    assert f"cannot reach policyd at {daemon}" not in result.stderr
+    assert renderer in result.stderr
+    assert last_line(result.stderr).startswith("error: ")

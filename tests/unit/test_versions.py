@@ -1,0 +1,139 @@
+"""Model version matching (004 "Supported model formats", 000 "Declare a pipeline in a runtime"):
+Equal by default; with GreaterThan or GreaterThanOrEqual the entry's version is an upper limit
+on the model's, not a lower one; a dev or pre-release version matches only the same version,
+whatever the operator; precision and the ``v`` prefix must agree."""
+
+from __future__ import annotations
+
+import pytest
+
+from policyd.errors import InvalidInput
+from policyd.semantics.versions import (
+    DEFAULT_OPERATOR,
+    OPERATORS,
+    check_operator,
+    parse_version,
+    version_satisfies,
+)
+
+
+def satisfies(model: str, entry: str, operator: str = "Equal") -> bool:
+    return version_satisfies(parse_version(model), parse_version(entry), operator)
+
+
+# -- operators ----------------------------------------------------------------------------
+
+
+def test_equal_is_the_default_operator() -> None:
+    assert DEFAULT_OPERATOR == "Equal"
+    assert check_operator("") == "Equal"
+
+
+def test_the_three_operators_are_accepted_as_written() -> None:
+    assert OPERATORS == ("Equal", "GreaterThan", "GreaterThanOrEqual")
+    for operator in OPERATORS:
+        assert check_operator(operator, "spec.x.operator") == operator
+
+
+def test_equal_matches_only_the_same_version() -> None:
+    assert satisfies("4.46.0", "4.46.0")
+    assert not satisfies("4.46.1", "4.46.0")
+    assert not satisfies("4.45.0", "4.46.0")
+
+
+def test_greater_than_makes_the_entry_version_an_upper_limit() -> None:
+    # entry GreaterThan 4.47.0: the entry's version must be greater than the model's
+    assert satisfies("4.46.0", "4.47.0", "GreaterThan")
+    assert satisfies("1.0.0", "4.47.0", "GreaterThan")
+    assert not satisfies("4.47.0", "4.47.0", "GreaterThan")
+    assert not satisfies("4.48.0", "4.47.0", "GreaterThan")
+
+
+def test_greater_than_or_equal_makes_the_entry_version_an_inclusive_upper_limit() -> None:
+    assert satisfies("4.46.0", "4.46.0", "GreaterThanOrEqual")
+    assert satisfies("4.45.0", "4.46.0", "GreaterThanOrEqual")
+    assert not satisfies("4.46.0", "4.45.0", "GreaterThanOrEqual")
+
+
+def test_versions_compare_part_by_part_as_numbers_not_as_text() -> None:
+    assert satisfies("4.9.0", "4.10.0", "GreaterThan")
+    assert not satisfies("4.10.0", "4.9.0", "GreaterThan")
+
+
+@pytest.mark.parametrize("operator", ["Equal", "GreaterThan", "GreaterThanOrEqual"])
+def test_dev_version_matches_only_itself_whatever_the_operator(operator: str) -> None:
+    assert satisfies("0.34.0.dev0", "0.34.0.dev0", operator)
+    assert not satisfies("0.33.0", "0.34.0.dev0", operator)
+    assert not satisfies("0.34.0", "0.34.0.dev0", operator)
+    assert not satisfies("0.34.0.dev1", "0.34.0.dev0", operator)
+
+
+@pytest.mark.parametrize("operator", ["Equal", "GreaterThan", "GreaterThanOrEqual"])
+def test_pre_release_model_version_matches_only_the_same_version(operator: str) -> None:
+    # a lower limit reading would accept these; an upper limit on a release would too
+    assert not satisfies("4.47.0rc1", "4.48.0", operator)
+    assert not satisfies("2.0.0-beta.1", "2.0.0", operator)
+    assert satisfies("4.47.0rc1", "4.47.0rc1", operator)
+
+
+def test_pre_release_tags_are_recognised() -> None:
+    for text in ("0.34.0.dev0", "1.0.0rc1", "2.0.0-beta.1", "1.0.0a1", "1.0.0b2", "4.46.0dev"):
+        assert parse_version(text).is_prerelease, text
+    assert not parse_version("4.46.0").is_prerelease
+
+
+@pytest.mark.parametrize("operator", ["Equal", "GreaterThan", "GreaterThanOrEqual"])
+def test_precision_must_agree(operator: str) -> None:
+    assert not satisfies("4.46", "4.46.0", operator)
+    assert not satisfies("4.46.0", "4.46", operator)
+    assert not satisfies("4.46", "4.47.0", operator)
+
+
+@pytest.mark.parametrize("operator", ["Equal", "GreaterThan", "GreaterThanOrEqual"])
+def test_v_prefix_must_agree(operator: str) -> None:
+    assert not satisfies("v4.46.0", "4.46.0", operator)
+    assert not satisfies("4.46.0", "v4.47.0", operator)
+
+
+def test_two_v_prefixed_versions_compare_normally() -> None:
+    assert satisfies("v1.2.0", "v1.2.0")
+    assert satisfies("v1.2.0", "v1.3.0", "GreaterThan")
+    assert not satisfies("v1.3.0", "v1.2.0", "GreaterThan")
+
+
+def test_parse_records_prefix_parts_and_prerelease() -> None:
+    version = parse_version("v4.45.0.dev0")
+    assert version.prefixed
+    assert version.parts == (4, 45, 0)
+    assert version.prerelease == ".dev0"
+    assert version.text == "v4.45.0.dev0"
+
+
+# -- bad input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text", ["4.x", "", "abc", "latest", "4..6", ".4", "4.46.0.", "4.46.0-", "4,46", "v", "vv4", "4.46.0 beta"]
+)
+def test_malformed_version_raises_invalid_input_naming_the_field(text: str) -> None:
+    field = "spec.supportedModelFormats[0].modelFramework.version"
+    with pytest.raises(InvalidInput) as err:
+        parse_version(text, field)
+    assert err.value.field == field
+    assert repr(text) in err.value.message
+    assert str(err.value).startswith(f"{field}: malformed version")
+
+
+@pytest.mark.parametrize("value", [None, 4.46, 4])
+def test_a_version_that_is_not_text_is_invalid_input(value: object) -> None:
+    with pytest.raises(InvalidInput) as err:
+        parse_version(value, "spec.modelFramework.version")  # type: ignore[arg-type]
+    assert err.value.field == "spec.modelFramework.version"
+
+
+@pytest.mark.parametrize("operator", ["LessThan", "equal", "greaterthan", "==", ">=", "Equals"])
+def test_unknown_operator_is_refused_naming_the_field(operator: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        check_operator(operator, "spec.supportedModelFormats[0].modelFormat.operator")
+    assert err.value.field == "spec.supportedModelFormats[0].modelFormat.operator"
+    assert repr(operator) in err.value.message
