@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from concurrent import futures
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from clients.renderer.service import RendererServicer
 from policyd.contract import render_pb2, render_pb2_grpc
+from policyd.grpc_process import add_health, announce, bind, wait_for_stop_signal
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,22 +21,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     render_pb2_grpc.add_RendererServiceServicer_to_server(RendererServicer(), server)
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    for name in ("", render_pb2.DESCRIPTOR.services_by_name["RendererService"].full_name):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    port = server.add_insecure_port(args.listen)
-    if port == 0 and not args.listen.startswith("unix:"):
+    add_health(server, [render_pb2.DESCRIPTOR.services_by_name["RendererService"].full_name])
+    address = bind(server, args.listen)
+    if address is None:
         print(f"policy-render: cannot listen on {args.listen}", file=sys.stderr)
         return 2
     server.start()
-    address = args.listen if args.listen.startswith("unix:") else f"{args.listen.rsplit(':', 1)[0]}:{port}"
-    if args.ready_file:
-        args.ready_file.write_text(address)
-    stopping = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopping.set())
-    stopping.wait()
+    announce(address, args.ready_file)
+    wait_for_stop_signal()
     server.stop(grace=2).wait()
     return 0
 

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
 from concurrent import futures
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from policyd.contract import policy_pb2, policy_pb2_grpc
+from policyd.grpc_process import add_health, announce, bind, wait_for_stop_signal
 from policyd.policy.loader import RuleFileError
 from policyd.server import observability as obs
 from policyd.server.servicer import PolicyServicer
@@ -88,17 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     policy_pb2_grpc.add_PolicyServiceServicer_to_server(
         PolicyServicer(state, obs.DecisionLog(args.decision_log)), server
     )
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
-    for name in ("", service):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    add_health(server, [service])
     reflection.enable_server_reflection((service, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    port = server.add_insecure_port(args.listen)
-    if port == 0 and not args.listen.startswith("unix:"):
+    address = bind(server, args.listen)
+    if address is None:
         print(f"policyd: cannot listen on {args.listen}", file=sys.stderr)
         return 2
-    address = args.listen if args.listen.startswith("unix:") else f"{args.listen.rsplit(':', 1)[0]}:{port}"
     if args.metrics_port:
         start_http_server(args.metrics_port, registry=obs.REGISTRY)
     server.start()
@@ -116,13 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         "serving",
         extra={"address": address, "rules_revision": state.revision.id, "catalog_revision": state.catalog.revision},
     )
-    if args.ready_file:
-        args.ready_file.write_text(address)
-
-    stopping = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopping.set())
-    stopping.wait()
+    announce(address, args.ready_file)
+    wait_for_stop_signal()
     for w in watchers:
         w.stop()
     server.stop(grace=2).wait()

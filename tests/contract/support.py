@@ -14,6 +14,12 @@ import grpc_testing
 import yaml
 from google.protobuf import struct_pb2
 from google.protobuf.message import Message
+from testkit.llama import MODEL_NAME as MODEL_NAME
+from testkit.llama import NAMESPACE as NAMESPACE
+from testkit.llama import RUNTIME_NAME as RUNTIME_NAME
+from testkit.llama import model_manifest as model_manifest
+from testkit.shared import REPO as REPO
+from testkit.shared import RULES as RULES
 
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
@@ -22,15 +28,11 @@ from policyd.server.observability import DecisionLog
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ServingState
 
-ROOT = Path(__file__).resolve().parents[2]
-RULES = ROOT / "rules"
+ROOT = REPO
 SERVICE = pb.DESCRIPTOR.services_by_name["PolicyService"]
-NAMESPACE = "llama-demo"
 # grpc_testing's context.abort raises a bare Exception and logs it with a traceback at ERROR; every
 # INVALID_ARGUMENT answer goes that way, so the log is noise here (the status and details are checked).
 logging.getLogger("grpc_testing").setLevel(logging.CRITICAL)
-MODEL_NAME = "llama-3-2-3b-instruct"
-RUNTIME_NAME = "sglang-llama-3-2-3b"
 RUNTIME_70B = "sglang-llama-3-3-70b"
 
 
@@ -103,24 +105,6 @@ RUNNER: dict[str, Any] = {
 }
 TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 VOLUMES = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
-
-
-def model_manifest() -> dict[str, Any]:
-    return {
-        "apiVersion": "ome.io/v1beta1",
-        "kind": "ClusterBaseModel",
-        "metadata": {"name": MODEL_NAME},
-        "spec": {
-            "modelFormat": {"name": "safetensors", "version": "1.0.0"},
-            "modelFramework": {"name": "transformers", "version": "4.45.0.dev0"},
-            "modelArchitecture": "LlamaForCausalLM",
-            "modelParameterSize": "3B",
-            "storage": {
-                "storageUri": "hf://meta-llama/Llama-3.2-3B-Instruct",
-                "path": "/raid/models/meta/llama-3-2-3b-instruct",
-            },
-        },
-    }
 
 
 def runtime_manifest() -> dict[str, Any]:

@@ -3,51 +3,26 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+from testkit.llama import MODEL_NAME as MODEL_NAME
+from testkit.llama import MODEL_PATH as MODEL_PATH
+from testkit.llama import NAMESPACE as NAMESPACE
+from testkit.llama import RUNTIME_NAME as RUNTIME_NAME
+from testkit.llama import model_manifest as model_manifest
+from testkit.shared import CASES as CASES
+from testkit.shared import REPO as REPO
+from testkit.shared import RULES as RULES
+from testkit.shared import SHARED as SHARED
+from testkit.shared import SPEC as SPEC
+from testkit.shared import spec_manifest as spec_manifest
 
-ROOT = Path(__file__).resolve().parents[2]
-RULES = ROOT / "rules"
-SHARED = ROOT.parent / "shared"
-SPEC = SHARED / "spec"
-CASES = SHARED / "conformance" / "cases"
-NAMESPACE = "llama-demo"
-MODEL_NAME = "llama-3-2-3b-instruct"
-RUNTIME_NAME = "sglang-llama-3-2-3b"
+ROOT = REPO
 RUNTIME_70B = "sglang-llama-3-3-70b"
-MODEL_PATH = "/raid/models/meta/llama-3-2-3b-instruct"
-
-
-def spec_manifest(page: str, kind: str, name: str) -> dict[str, Any]:
-    """A manifest printed in a spec page (a block from ``apiVersion:`` to a blank line)."""
-    (path,) = SPEC.glob(f"{page}_*.txt")
-    for block in re.split(r"\n\s*\n", path.read_text()):
-        if block.startswith("apiVersion:"):
-            manifest: dict[str, Any] = yaml.safe_load(block)
-            if manifest["kind"] == kind and manifest["metadata"]["name"] == name:
-                return manifest
-    raise LookupError(f"{path.name} prints no {kind} {name}")
-
-
-def model_manifest() -> dict[str, Any]:
-    """The spec's llama-3-2-3b-instruct ClusterBaseModel with the fields the model agent records."""
-    return {
-        "apiVersion": "ome.io/v1beta1",
-        "kind": "ClusterBaseModel",
-        "metadata": {"name": MODEL_NAME},
-        "spec": {
-            "modelFormat": {"name": "safetensors", "version": "1.0.0"},
-            "modelFramework": {"name": "transformers", "version": "4.45.0.dev0"},
-            "modelArchitecture": "LlamaForCausalLM",
-            "modelParameterSize": "3B",
-            "storage": {"storageUri": "hf://meta-llama/Llama-3.2-3B-Instruct", "path": MODEL_PATH},
-        },
-    }
 
 
 def isvc_manifest(**spec: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
 from policyd.decision.explain import explain_isvc
@@ -15,7 +16,6 @@ from policyd.decision.select import select
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_model, parse_runtime
 
-RULES = Path(__file__).resolve().parents[2] / "rules"
 EXAMPLES = sorted((RULES / "examples").glob("*.yaml"))
 
 MODEL = {

@@ -15,13 +15,13 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from testkit.shared import RULES
 
 from clients.conformance.processes import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
-RULES = Path(__file__).resolve().parents[2] / "rules"
 MODEL = {
     "apiVersion": "ome.io/v1beta1",
     "kind": "ClusterBaseModel",

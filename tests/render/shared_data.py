@@ -3,29 +3,19 @@ conformance cases. Read in place, never copied."""
 
 from __future__ import annotations
 
-import re
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import yaml
+from testkit.shared import CASES as CASES
+from testkit.shared import CATALOG as CATALOG
+from testkit.shared import LWS_CRD as LWS_CRD
+from testkit.shared import SHARED as SHARED
+from testkit.shared import SPEC as SPEC
+from testkit.shared import spec_manifest as spec_manifest
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-SPEC = SHARED / "spec"
-CATALOG = SHARED / "data" / "ome-catalog"
-LWS_CRD = SHARED / "data" / "lws" / "leaderworkerset.x-k8s.io_leaderworkersets.v0.10.0.yaml"
-RENDER_CASES = SHARED / "conformance" / "cases" / "render"
+RENDER_CASES = CASES / "render"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader reads the catalog several times faster
-
-
-def spec_manifest(page: str, kind: str, name: str) -> dict[str, Any]:
-    """A manifest printed in a spec page: a block of lines from ``apiVersion:`` to a blank line."""
-    for block in re.split(r"\n\s*\n", (SPEC / page).read_text()):
-        if block.startswith("apiVersion:"):
-            manifest: dict[str, Any] = yaml.safe_load(block)
-            if manifest["kind"] == kind and manifest["metadata"]["name"] == name:
-                return manifest
-    raise LookupError(f"{page} prints no {kind} {name}")
 
 
 @cache

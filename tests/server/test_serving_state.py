@@ -5,9 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from testkit.shared import RULES
+
 from policyd.server.state import ServingState
 
-RULES = Path(__file__).resolve().parents[2] / "rules"
 RUNTIME = """
 apiVersion: ome.io/v1beta1
 kind: ClusterServingRuntime

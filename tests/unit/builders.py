@@ -8,6 +8,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from testkit.shared import CASES as CASES
+from testkit.shared import CATALOG as CATALOG
+from testkit.shared import SHARED as SHARED
+
 from policyd.catalog.snapshot import Catalog
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_object
@@ -15,9 +19,7 @@ from policyd.resources.objects import BaseModel, InferenceService, ServingRuntim
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "rules"
-SHARED = REPO.parent / "shared"
-CATALOG_DIR = SHARED / "data" / "ome-catalog"
-CASES = SHARED / "conformance" / "cases"
+CATALOG_DIR = CATALOG
 
 API = "ome.io/v1beta1"
 NAMESPACE = "llama-demo"
