@@ -5,22 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from testkit.diffusion import sd15_model_index
+
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 
 from .support import Harness, assert_invalid, manifest_object, struct
 
-MODEL_INDEX: dict[str, Any] = {
-    "_class_name": "StableDiffusionPipeline",
-    "_diffusers_version": "0.24.0",
-    "scheduler": ["diffusers", "EulerDiscreteScheduler"],
-    "text_encoder": ["transformers", "CLIPTextModel"],
-    "tokenizer": ["transformers", "CLIPTokenizer"],
-    "unet": ["diffusers", "UNet2DConditionModel"],
-    "vae": ["diffusers", "AutoencoderKL"],
-    "safety_checker": ["diffusers", "StableDiffusionSafetyChecker"],
-    "requires_safety_checker": True,
-}
+# a boolean key, as real model indexes have, is ignored
+MODEL_INDEX: dict[str, Any] = {**sd15_model_index(), "requires_safety_checker": True}
 CONFIG: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",

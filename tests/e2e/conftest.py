@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from testkit.diffusion import sd15_model_index
 
 from clients.conformance.processes import serving
 
@@ -61,19 +62,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Files:
     directory = tmp_path_factory.mktemp("inputs")
     model_dir = directory / "sd15"
     model_dir.mkdir()
-    (model_dir / "model_index.json").write_text(
-        json.dumps(
-            {
-                "_class_name": "StableDiffusionPipeline",
-                "_diffusers_version": "0.24.0",
-                "scheduler": ["diffusers", "EulerDiscreteScheduler"],
-                "text_encoder": ["transformers", "CLIPTextModel"],
-                "tokenizer": ["transformers", "CLIPTokenizer"],
-                "unet": ["diffusers", "UNet2DConditionModel"],
-                "vae": ["diffusers", "AutoencoderKL"],
-            }
-        )
-    )
+    (model_dir / "model_index.json").write_text(json.dumps(sd15_model_index()))
     assert isvc_manifest()["metadata"]["name"] == MODEL_NAME
     return Files(
         isvc=write_yaml(directory / "isvc.yaml", isvc_manifest()),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from testkit.diffusion import sd15_model_index
 
 from policyd.errors import InvalidInput
 from policyd.metadata import inspect_model_index
@@ -89,18 +90,7 @@ def test_architecture_format_and_framework_come_from_class_name_and_diffusers_ve
 
 
 def test_the_spec_example_records_the_spec_pipeline() -> None:
-    recorded = inspect_model_index(
-        {
-            "_class_name": "StableDiffusionPipeline",
-            "_diffusers_version": "0.24.0",
-            "scheduler": ["diffusers", "EulerDiscreteScheduler"],
-            "text_encoder": ["transformers", "CLIPTextModel"],
-            "tokenizer": ["transformers", "CLIPTokenizer"],
-            "unet": ["diffusers", "UNet2DConditionModel"],
-            "vae": ["diffusers", "AutoencoderKL"],
-            "safety_checker": ["diffusers", "StableDiffusionSafetyChecker"],
-        }
-    )
+    recorded = inspect_model_index(sd15_model_index())
     assert recorded["diffusionPipeline"] == {
         "className": "StableDiffusionPipeline",
         "scheduler": {"library": "diffusers", "type": "EulerDiscreteScheduler"},
