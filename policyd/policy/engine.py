@@ -78,6 +78,9 @@ class RuleEngine:
         }
         self._results = threading.local()
         self._lock = threading.Lock()
+        # durable-rules sessions are shared state: concurrent batches on one host were seen to
+        # cross their results, so one batch runs at a time (memo hits need no engine at all).
+        self._engine_lock = threading.Lock()
         self._memo: dict[tuple[Any, ...], RecordVerdict] = {}
         self._host = _Host(definitions, self._fired)
 
@@ -102,7 +105,8 @@ class RuleEngine:
             if key not in self._memo and key not in todo:
                 todo[key] = i
         if todo:
-            fresh = self._run([records[i] for i in todo.values()])
+            with self._engine_lock:
+                fresh = self._run([records[i] for i in todo.values()])
             with self._lock:
                 if len(self._memo) > _MEMO_LIMIT:
                     self._memo.clear()
