@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
+from policyd.resources.objects import BaseModel, ServingRuntime
 
 Key = tuple[str, str, str]  # kind, namespace ("" at cluster scope), name
 CatalogObject = BaseModel | ServingRuntime
@@ -66,9 +66,3 @@ class Catalog:
 
     def runtime(self, kind: str, namespace: str, name: str) -> ServingRuntime | None:
         return self.runtimes.get((kind, namespace if kind == "ServingRuntime" else "", name))
-
-    def model_for(self, isvc: InferenceService) -> BaseModel | None:
-        if isvc.model is None:
-            return None
-        namespace = isvc.meta.namespace if isvc.model.kind == "BaseModel" else ""
-        return self.models.get((isvc.model.kind, namespace, isvc.model.name))
