@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policyd.policy import templates
-from policyd.resources.objects import InferenceService, ServingRuntime
+from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
 
 INDEPENDENT = "Independent"
 
@@ -26,6 +26,16 @@ def _scaling_mode(spec: Mapping[str, Any]) -> str | None:
         return None
     mode = policy.get("mode")
     return str(mode) if mode else INDEPENDENT
+
+
+def model_refusal(model: BaseModel, messages: Mapping[str, str]) -> Rejection | None:
+    """What the webhook refuses in the base model an InferenceService uses."""
+    values = {"model_name": model.meta.name}
+    if model.disabled:
+        return Rejection(templates.render(messages["model_disabled"], values), "spec.model.name")
+    if model.distribution == "Sharded":
+        return Rejection(templates.render(messages["model_sharded"], values), "spec.model.name")
+    return None
 
 
 def runtime_refusals(runtime: ServingRuntime, messages: Mapping[str, str]) -> list[Rejection]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from policyd.catalog.snapshot import Catalog
-from policyd.decision.admission import Rejection, runtime_refusals, scaling_refusals
+from policyd.decision.admission import Rejection, model_refusal, runtime_refusals, scaling_refusals
 from policyd.decision.evaluation import RuntimeEvaluation, evaluate
 from policyd.decision.subjects import find_model
 from policyd.errors import InvalidInput
@@ -73,16 +73,8 @@ def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: 
     except InvalidInput as err:
         # The webhook rejects an InferenceService whose base model doesn't exist.
         return Resolution(runtime, None, rejection=Rejection(err.message, err.field))
-    model_names = {"model_name": model.meta.name}
-    if model.disabled:
-        return Resolution(
-            runtime,
-            None,
-            rejection=Rejection(templates.render(messages["model_disabled"], model_names), "spec.model.name"),
-        )
-    if model.distribution == "Sharded":
-        text = templates.render(messages["model_sharded"], model_names)
-        return Resolution(runtime, None, rejection=Rejection(text, "spec.model.name"))
+    if (refusal := model_refusal(model, messages)) is not None:
+        return Resolution(runtime, None, rejection=refusal)
     subject = Subject(model=model, isvc=isvc, namespace=isvc.meta.namespace)
     evaluation = evaluate(revision, subject, [runtime])[0]
     # A named runtime counts every entry, autoSelect or not.

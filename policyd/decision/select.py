@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from policyd.catalog.snapshot import Catalog
+from policyd.decision.admission import model_refusal
 from policyd.decision.evaluation import RuntimeEvaluation, evaluate
 from policyd.decision.ranking import rank
 from policyd.decision.subjects import isvc_subject
@@ -23,16 +24,18 @@ class Selection:
 
 def select(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Selection:
     subject = isvc_subject(catalog, isvc, revision)
+    messages = revision.policy.messages
+    if (refusal := model_refusal(subject.model, messages)) is not None:
+        return Selection((), refusal.message, (), ())
     scope = catalog.in_scope(subject.namespace)
     evaluations = evaluate(revision, subject, scope)
     ranking = rank(evaluations, revision.policy.ranking)
-    messages = revision.policy.messages
     if ranking:
         top = ranking[0]
-        warning = templates.render(
-            messages["auto_selected"], {"runtime_name": top.runtime.meta.name, "model_name": subject.model.meta.name}
-        )
-        return Selection(tuple(ranking), "", (warning,), ())
+        values = {"runtime_name": top.runtime.meta.name, "model_name": subject.model.meta.name}
+        # The admission webhook speaks only for InferenceServices with an engine section.
+        warnings = (templates.render(messages["auto_selected"], values),) if "engine" in isvc.components else ()
+        return Selection(tuple(ranking), "", warnings, ())
     excluded = tuple(e for e in evaluations if e.reason is not None and e.reason.effect in ("exclude", "reject"))
     namespaced = sum(1 for r in scope if r.namespaced)
     error = templates.render(

@@ -552,3 +552,23 @@ def test_a_router_can_not_run_as_multinode() -> None:
 
 def test_a_multinode_router_config_is_harmless_without_a_router() -> None:
     assert modes_of(isvc(), runtime(router_mode="MultiNode")).errors == ()
+
+
+def test_select_refuses_a_disabled_base_model() -> None:
+    result = run_select(catalog(model(disabled=True), runtime()), isvc())
+    assert result.ranking == ()
+    assert result.error == f"model {MODEL} is disabled"
+
+
+def test_select_refuses_a_sharded_base_model() -> None:
+    result = run_select(catalog(model(distribution="Sharded"), runtime()), isvc())
+    assert result.ranking == ()
+    assert result.error.endswith("no model cache provider is configured for sharded model loading")
+
+
+def test_the_auto_select_warning_comes_only_with_an_engine_section() -> None:
+    without_engine = isvc()
+    del without_engine["spec"]["engine"]
+    result = run_select(catalog(model(), runtime()), without_engine)
+    assert [e.runtime.meta.name for e in result.ranking] == ["srt-llama"]
+    assert result.warnings == ()
