@@ -25,8 +25,6 @@ class Reason:
     runtime_value: str
     message: str
     entry_index: int
-    # the "does not declare support" detail used when the runtime is named explicitly
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -48,18 +46,25 @@ class RuntimeEvaluation:
     @cached_property
     def reason(self) -> Reason | None:
         """The first reason in rule order; None when selectable."""
-        return make_reason(*self._reason, self._messages) if self._reason else None
+        return make_reason(*self._reason) if self._reason else None
 
     @cached_property
     def compat_reason(self) -> Reason | None:
         """Why the runtime does not declare support; None when it does."""
-        return make_reason(*self._compat, self._messages) if self._compat else None
+        return make_reason(*self._compat) if self._compat else None
+
+    def compat_detail(self) -> str:
+        """The "does not declare support" detail of a runtime named explicitly
+        (the rule's advisory template, else the incompatible message); empty when compatible."""
+        if self._compat is None or self.compat_reason is None:
+            return ""
+        rule, record = self._compat
+        template = rule.advisory or self._messages["incompatible"]
+        return templates.render(template, {**record, "reason": self.compat_reason.message})
 
 
-def make_reason(rule: Rule, record: Mapping[str, Any], messages: Mapping[str, str]) -> Reason:
+def make_reason(rule: Rule, record: Mapping[str, Any]) -> Reason:
     message = templates.render(rule.reason, record)
-    values = {**record, "reason": message}
-    detail_template = rule.advisory or messages["incompatible"]
     return Reason(
         rule_id=rule.id,
         effect=rule.effect,
@@ -68,7 +73,6 @@ def make_reason(rule: Rule, record: Mapping[str, Any], messages: Mapping[str, st
         runtime_value=templates.render(rule.runtime_value, record),
         message=message,
         entry_index=int(record["entry_index"]) if rule.applies_to == "entry" else -1,
-        detail=templates.render(detail_template, values),
     )
 
 
@@ -106,8 +110,7 @@ def _evaluate_one(
         _compat=(first_compat_rule, recs[0]) if first_compat_rule else None,
         _messages=policy.messages,
         advisories=tuple(
-            make_reason(rule, recs[best if best >= 0 else 0], policy.messages)
-            for rule in verdicts[best if best >= 0 else 0].advisories
+            make_reason(rule, recs[best if best >= 0 else 0]) for rule in verdicts[best if best >= 0 else 0].advisories
         ),
         size_distance=0.0 if rng is None or model_size is None else range_distance(model_size, rng.min, rng.max),
         name_matched_entry=int(recs[names[0]]["entry_index"]) if names else -1,

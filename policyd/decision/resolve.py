@@ -84,7 +84,7 @@ def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: 
     values = {
         "runtime_name": runtime.meta.name,
         "model_name": model.meta.name,
-        "detail": evaluation.compat_reason.detail,
+        "detail": evaluation.compat_detail(),
     }
     warning = templates.render(messages["named_warning"], values) if "engine" in isvc.components else ""
     event = templates.render(messages["named_event"], values) if isvc.runtime.auto_sync else ""
