@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests.render.catalog
+# the repo root for tests.render.catalog, and tests/ for the test kit it builds on (as pytest sets it up)
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
 
 from clients.renderer import render
 from tests.render.catalog import catalog_inputs
