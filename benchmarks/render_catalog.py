@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 # the repo root for tests.render.catalog, and tests/ for the test kit it builds on (as pytest sets it up)
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clients.renderer import render
 from tests.render.catalog import catalog_inputs
