@@ -17,6 +17,7 @@ from google.protobuf.message import Message
 from testkit.llama import MODEL_NAME as MODEL_NAME
 from testkit.llama import NAMESPACE as NAMESPACE
 from testkit.llama import RUNTIME_NAME as RUNTIME_NAME
+from testkit.llama import llama_entry
 from testkit.llama import model_manifest as model_manifest
 from testkit.shared import REPO as REPO
 from testkit.shared import RULES as RULES
@@ -113,15 +114,7 @@ def runtime_manifest() -> dict[str, Any]:
         "kind": "ServingRuntime",
         "metadata": {"name": RUNTIME_NAME, "namespace": NAMESPACE},
         "spec": {
-            "supportedModelFormats": [
-                {
-                    "modelFormat": {"name": "safetensors", "version": "1.0.0"},
-                    "modelFramework": {"name": "transformers", "version": "4.45.0.dev0"},
-                    "modelArchitecture": "LlamaForCausalLM",
-                    "autoSelect": True,
-                    "priority": 1,
-                }
-            ],
+            "supportedModelFormats": [llama_entry(priority=1)],
             "modelSizeRange": {"min": "2B", "max": "4B"},
             "engineConfig": {
                 "tolerations": copy.deepcopy(TOLERATIONS),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.llama import llama_entry
 from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
@@ -35,14 +36,7 @@ def runtime(name: str, image: str = "sglang:v0.5.5", labels: dict[str, str] | No
             "kind": "ClusterServingRuntime",
             "metadata": {"name": name, "labels": labels or {}, "annotations": annotations},
             "spec": {
-                "supportedModelFormats": [
-                    {
-                        "modelFormat": {"name": "safetensors", "version": "1.0.0"},
-                        "modelFramework": {"name": "transformers", "version": "4.45.0.dev0"},
-                        "modelArchitecture": "LlamaForCausalLM",
-                        "autoSelect": True,
-                    }
-                ],
+                "supportedModelFormats": [llama_entry()],
                 "engineConfig": {"runner": {"image": image}},
             },
         }

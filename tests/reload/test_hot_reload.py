@@ -15,6 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from testkit.llama import llama_entry
 from testkit.shared import RULES
 
 from clients.conformance.processes import serving
@@ -44,14 +45,7 @@ def _runtime(kind: str, name: str) -> dict[str, object]:
         "kind": kind,
         "metadata": meta,
         "spec": {
-            "supportedModelFormats": [
-                {
-                    "modelFormat": {"name": "safetensors", "version": "1.0.0"},
-                    "modelFramework": {"name": "transformers", "version": "4.45.0.dev0"},
-                    "modelArchitecture": "LlamaForCausalLM",
-                    "autoSelect": True,
-                }
-            ],
+            "supportedModelFormats": [llama_entry()],
             "engineConfig": {"runner": {"name": "ome-container", "image": "sglang:v0.5.5"}},
         },
     }

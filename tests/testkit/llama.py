@@ -24,3 +24,14 @@ def model_manifest() -> dict[str, Any]:
             "storage": {"storageUri": "hf://meta-llama/Llama-3.2-3B-Instruct", "path": MODEL_PATH},
         },
     }
+
+
+def llama_entry(**extra: Any) -> dict[str, Any]:
+    """The supportedModelFormats entry of the spec's Llama 3.2 runtimes, auto-selectable."""
+    return {
+        "modelFormat": {"name": "safetensors", "version": "1.0.0"},
+        "modelFramework": {"name": "transformers", "version": "4.45.0.dev0"},
+        "modelArchitecture": "LlamaForCausalLM",
+        "autoSelect": True,
+        **extra,
+    }
