@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 from google.protobuf.message import Message
 
 from policyd.contract import resources_pb2 as pb
@@ -44,6 +44,12 @@ def _fold(value: Any) -> Any:
         return out
     if isinstance(value, list):
         return [_fold(v) for v in value]
+    return value
+
+
+def struct_to_dict(struct: struct_pb2.Struct) -> dict[str, Any]:
+    """A Struct as the JSON object it stands for, integers integral again."""
+    value: dict[str, Any] = _integral(json_format.MessageToDict(struct))
     return value
 
 

@@ -29,7 +29,7 @@ from policyd.errors import InvalidInput
 from policyd.policy.revision import Revision
 from policyd.resources.manifests import parse_inference_service, parse_object
 from policyd.resources.objects import MODEL_KINDS, RUNTIME_KINDS, InferenceService, ModelRef, ServingRuntime
-from policyd.resources.proto import isvc_manifest, object_manifest
+from policyd.resources.proto import isvc_manifest, object_manifest, struct_to_dict
 from policyd.server import observability as obs
 from policyd.server import responses
 from policyd.server.state import ServingState
@@ -255,7 +255,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             raise InvalidInput("file", "is required: set model_index or config")
         inspect = metadata.inspect_model_index if which == "model_index" else metadata.inspect_config
         try:
-            spec = inspect(json_format.MessageToDict(getattr(request, which)), base)
+            spec = inspect(struct_to_dict(getattr(request, which)), base)
         except InvalidInput as err:
             # the metadata module names the base model as a manifest does; the request calls it base_model
             if err.field.startswith("baseModel"):

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from testkit.diffusion import sd15_model_index
+from testkit.shared import HF_CONFIGS
 
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
@@ -49,6 +50,13 @@ def test_config_records_the_transformers_fields(harness: Harness) -> None:
     assert spec["modelFormat"] == {"name": "safetensors", "version": "1.0.0"}
     assert spec["modelFramework"] == {"name": "transformers", "version": "4.45.0.dev0"}
     assert "diffusionPipeline" not in spec
+
+
+def test_a_real_config_sent_as_a_struct_still_yields_the_parameter_size(harness: Harness) -> None:
+    # Structs carry numbers as doubles; the layer and head counts must still count as integers.
+    config = json.loads((HF_CONFIGS / "llama3_2_1b.json").read_text())
+    spec = _spec(harness.ok("InspectModel", pb.InspectModelRequest(config=struct(config))))
+    assert spec["modelParameterSize"] == "1.24B"
 
 
 def test_typed_and_manifest_base_models_keep_the_fields_set_by_hand(harness: Harness) -> None:
