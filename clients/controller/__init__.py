@@ -1,0 +1,1 @@
+"""The thin controller: keeps policyd's catalog in sync with the cluster and acts on its decisions."""

@@ -1,0 +1,47 @@
+"""Feed policyd's catalog from watch events on runtimes and models."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import grpc
+
+from policyd.contract import policy_pb2 as pb
+from policyd.contract import policy_pb2_grpc
+from policyd.contract import resources_pb2 as rpb
+
+CATALOG_KINDS = ("ClusterServingRuntime", "ServingRuntime", "ClusterBaseModel", "BaseModel")
+log = logging.getLogger("policyd.controller.catalog")
+
+
+class CatalogSync:
+    def __init__(self, policy: policy_pb2_grpc.PolicyServiceStub) -> None:
+        self.policy = policy
+
+    def handle(self, event_type: str, obj: Mapping[str, Any]) -> bool:
+        """Apply ADDED/MODIFIED objects, delete DELETED ones; False when policyd refused the object."""
+        kind = obj.get("kind", "")
+        meta = obj.get("metadata") or {}
+        if kind not in CATALOG_KINDS:
+            return True
+        try:
+            if event_type == "DELETED":
+                key = pb.ObjectKey(kind=kind, namespace=meta.get("namespace", ""), name=meta.get("name", ""))
+                self.policy.DeleteObjects(pb.DeleteObjectsRequest(keys=[key]))
+            else:
+                # status and managed fields are the cluster's bookkeeping, not catalog content
+                body = {k: v for k, v in obj.items() if k != "status"}
+                body["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+                self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=json.dumps(body))]))
+        except grpc.RpcError as err:
+            if err.code() != grpc.StatusCode.INVALID_ARGUMENT:
+                raise
+            log.warning(
+                "policyd refused a catalog object",
+                extra={"kind": kind, "object": meta.get("name"), "error": err.details()},
+            )
+            return False
+        return True

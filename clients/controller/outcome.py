@@ -1,0 +1,32 @@
+"""What reconciling one InferenceService produces: its RuntimeReady condition, events, workloads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+RUNTIME_READY = "RuntimeReady"
+
+
+@dataclass(frozen=True)
+class Condition:
+    status: str  # "True" | "False"
+    reason: str
+    message: str
+    type: str = RUNTIME_READY
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str  # "Normal" | "Warning"
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    condition: Condition
+    events: tuple[Event, ...] = ()
+    workloads: tuple[dict[str, Any], ...] = ()
+    # failures the manager only logs (OME records no event for them, e.g. a router in MultiNode)
+    log_errors: tuple[str, ...] = field(default_factory=tuple)
