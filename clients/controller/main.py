@@ -8,6 +8,7 @@ import logging
 import queue
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,13 +21,18 @@ from clients.controller.reconcile import Reconciler
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 
 log = logging.getLogger("policyd.controller")
+WATCH_RETRY_SECONDS = 2.0
 Item = tuple[str, str, Mapping[str, Any]]  # (kind, event type, object)
 
 
 def _pump(cluster: Cluster, kind: str, work: queue.Queue[Item]) -> None:
-    while True:  # a watch ends when the server closes it; start it again
-        for event_type, obj in cluster.watch(kind):
-            work.put((kind, event_type, obj))
+    while True:  # a watch ends when the server closes it, or fails with the connection; start it again
+        try:
+            for event_type, obj in cluster.watch(kind):
+                work.put((kind, event_type, obj))
+        except Exception:  # the API server's errors must not end the controller's watch
+            log.exception("watch failed; retrying", extra={"kind": kind})
+            time.sleep(WATCH_RETRY_SECONDS)
 
 
 def run(controller: Controller, cluster: Cluster) -> None:
