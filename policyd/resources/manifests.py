@@ -256,7 +256,6 @@ def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
         runtime = RuntimeRef(
             name=f.string(ref, "name", "spec.runtime.name", required=True),
             kind=f.one_of(runtime_kind or "ClusterServingRuntime", RUNTIME_KINDS, "spec.runtime.kind", "runtime kind"),
-            kind_set=bool(runtime_kind),
             auto_sync=f.boolean(ref, "autoSync", "spec.runtime.autoSync", True),
             revision=f.string(ref, "revision", "spec.runtime.revision"),
         )

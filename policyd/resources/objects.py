@@ -114,7 +114,6 @@ class ModelRef:
 class RuntimeRef:
     name: str
     kind: str = "ClusterServingRuntime"
-    kind_set: bool = False
     auto_sync: bool = True
     revision: str = ""
 
