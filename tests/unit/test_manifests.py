@@ -207,7 +207,7 @@ def test_an_inference_service_defaults_its_references() -> None:
     parsed = parse_inference_service(isvc(runtime_name="rt"))
     assert parsed.model is not None and parsed.model.kind == "ClusterBaseModel"
     assert parsed.runtime is not None
-    assert parsed.runtime.kind == "ClusterServingRuntime" and not parsed.runtime.kind_set
+    assert parsed.runtime.kind == "ClusterServingRuntime"
     assert parsed.runtime.auto_sync is True
     assert set(parsed.components) == {"engine"}
 
