@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from policyd.resources.objects import BaseModel, ServingRuntime
 
@@ -18,10 +16,11 @@ def key_of(obj: CatalogObject) -> Key:
     return (obj.kind, obj.meta.namespace, obj.meta.name)
 
 
-def digest(docs: Iterable[Mapping[str, Any]]) -> str:
+def revision_of(objects: Iterable[CatalogObject]) -> str:
+    """A revision that changes whenever any object's content, or the set of objects, does."""
     h = hashlib.sha256()
-    for doc in docs:
-        h.update(json.dumps(doc, sort_keys=True, default=str).encode())
+    for key, content in sorted((key_of(o), o.digest) for o in objects):
+        h.update(f"{'/'.join(key)}={content}\n".encode())
     return h.hexdigest()[:12]
 
 
@@ -40,15 +39,14 @@ class Catalog:
                 runtimes[key_of(obj)] = obj
             else:
                 models[key_of(obj)] = obj
-        docs = [o.raw for o in runtimes.values()] + [o.raw for o in models.values()]
-        return Catalog(revision or digest(docs), runtimes, models)
+        return Catalog(revision or revision_of([*runtimes.values(), *models.values()]), runtimes, models)
 
     def overlay(self, objects: list[CatalogObject], isolated: bool) -> Catalog:
         """This catalog with ``objects`` added or replaced (or only ``objects`` when isolated), for one request."""
         if not objects and not isolated:
             return self
         base: list[CatalogObject] = [] if isolated else [*self.runtimes.values(), *self.models.values()]
-        extra = digest(o.raw for o in objects)
+        extra = revision_of(objects)
         return Catalog.of([*base, *objects], f"{'' if isolated else self.revision + '+'}{extra}")
 
     def in_scope(self, namespace: str) -> list[ServingRuntime]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -51,6 +53,11 @@ def load_documents(text: str, source: str = "input") -> list[dict[str, Any]]:
         if not isinstance(doc, dict):
             raise InvalidInput(f"{source}[{i}]", "a manifest must be an object")
     return docs
+
+
+def content_digest(doc: Mapping[str, Any]) -> str:
+    """A short digest of a manifest's content, independent of key order."""
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def parse_object(doc: Mapping[str, Any]) -> Resource:
@@ -152,6 +159,7 @@ def parse_model(doc: Mapping[str, Any]) -> BaseModel:
         storage_uri=f.string(storage, "storageUri", "spec.storage.storageUri"),
         storage_path=f.string(storage, "path", "spec.storage.path"),
         raw=doc,
+        digest=content_digest(doc),
     )
 
 
@@ -235,6 +243,7 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
         components=components,
         images=_images(spec),
         raw=doc,
+        digest=content_digest(doc),
     )
 
 

@@ -61,6 +61,7 @@ class BaseModel:
     storage_uri: str
     storage_path: str
     raw: Mapping[str, Any]
+    digest: str  # of the whole manifest: catalog revisions are built from these
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class ServingRuntime:
     components: Mapping[str, Mapping[str, str]]
     images: tuple[str, ...]
     raw: Mapping[str, Any]
+    digest: str  # of the whole manifest: catalog revisions are built from these
 
     @property
     def namespaced(self) -> bool:
