@@ -39,6 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--watch-interval", type=float, default=0.2, help="seconds between checks of the watched directories"
     )
     p.add_argument("--workers", type=int, default=8)
+    p.add_argument("--decision-cache-mb", type=int, default=64, help="memory for cached decisions (0: no cache)")
     return p.parse_args(argv)
 
 
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     obs.configure_logging(args.log_level, args.log_format)
     try:
-        state = ServingState(args.rules, args.catalog, _record_reload)
+        state = ServingState(args.rules, args.catalog, _record_reload, args.decision_cache_mb << 20)
     except RuleFileError as err:
         print(f"policyd: cannot start: rules refused: {err}", file=sys.stderr)
         return 2

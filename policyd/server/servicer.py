@@ -113,7 +113,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             cached = self.state.cache.get(key) if rpc in CACHEABLE else None
             if cached is not None:
                 obs.CACHE_HITS.inc()
-                return cached  # type: ignore[return-value]
+                return cached  # type: ignore[return-value]  # stored under this RPC's key, so of its type
             try:
                 response = handler(request, revision, catalog)
             except InvalidInput as err:

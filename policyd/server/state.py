@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from google.protobuf.message import Message
+
 from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key
 from policyd.decision.admission import runtime_refusals
@@ -33,35 +35,53 @@ class ReloadAttempt:
     line: int = 0
 
 
+CacheKey = tuple[str, str, str, bytes]
+
+
 @dataclass
 class DecisionCache:
-    """Responses by (rules revision, catalog revision, RPC, request digest)."""
+    """Responses by (rules revision, catalog revision, RPC, request digest), least recently
+    used first out, within a byte budget (an Explain over a large catalog is not small)."""
 
-    limit: int = 4096
-    _items: OrderedDict[tuple[str, str, str, bytes], object] = field(default_factory=OrderedDict)
+    budget_bytes: int = 64 << 20
+    _items: OrderedDict[CacheKey, tuple[Message, int]] = field(default_factory=OrderedDict)
+    _bytes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, key: tuple[str, str, str, bytes]) -> object | None:
+    def get(self, key: CacheKey) -> Message | None:
         with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            self._items.move_to_end(key)
+            return hit[0]
 
-    def put(self, key: tuple[str, str, str, bytes], value: object) -> None:
+    def put(self, key: CacheKey, value: Message) -> None:
+        size = value.ByteSize()
+        if size > self.budget_bytes:
+            return
         with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.limit:
-                self._items.popitem(last=False)
+            if key in self._items:
+                self._bytes -= self._items.pop(key)[1]
+            self._items[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self.budget_bytes:
+                self._bytes -= self._items.popitem(last=False)[1][1]
 
 
 class ServingState:
-    def __init__(self, rules_dir: Path, catalog_dir: Path | None, on_reload: Callable[[ReloadAttempt], None]) -> None:
+    def __init__(
+        self,
+        rules_dir: Path,
+        catalog_dir: Path | None,
+        on_reload: Callable[[ReloadAttempt], None],
+        cache_bytes: int = 64 << 20,
+    ) -> None:
         self.rules_dir = rules_dir
         self.catalog_dir = catalog_dir
         self._on_reload = on_reload
         self._lock = threading.Lock()
-        self.cache = DecisionCache()
+        self.cache = DecisionCache(cache_bytes)
         self.revision: Revision = build_revision(rules_dir)
         self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
         self.catalog_errors: list[str] = []

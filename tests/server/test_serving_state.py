@@ -7,7 +7,8 @@ from pathlib import Path
 
 from testkit.shared import RULES
 
-from policyd.server.state import ServingState
+from policyd.contract import policy_pb2 as pb
+from policyd.server.state import DecisionCache, ServingState
 
 RUNTIME = """
 apiVersion: ome.io/v1beta1
@@ -49,3 +50,19 @@ def test_a_refused_rules_change_keeps_the_last_good_revision(tmp_path: Path) -> 
     assert not attempt.ok and attempt.rule_id == "runtime-disabled" and attempt.file.endswith("00-runtime.yaml")
     assert "runtime_gone" in attempt.error
     assert state.revision is good and attempts == [attempt]
+
+
+def test_the_decision_cache_keeps_the_most_recent_answers_within_its_byte_budget() -> None:
+    answers = [pb.SelectResponse(error="x" * 100, revisions=pb.Revisions(rules_revision=str(i))) for i in range(5)]
+    size = answers[0].ByteSize()
+    cache = DecisionCache(budget_bytes=3 * size)
+    for i, answer in enumerate(answers[:3]):
+        cache.put(("r", "c", "Select", bytes([i])), answer)
+    assert cache.get(("r", "c", "Select", bytes([0]))) is answers[0]  # now the most recently used
+    cache.put(("r", "c", "Select", bytes([3])), answers[3])
+    assert cache.get(("r", "c", "Select", bytes([1]))) is None  # the least recently used went
+    assert cache.get(("r", "c", "Select", bytes([0]))) is answers[0]
+    huge = pb.SelectResponse(error="x" * (4 * size))
+    cache.put(("r", "c", "Select", b"huge"), huge)
+    assert cache.get(("r", "c", "Select", b"huge")) is None  # larger than the whole budget: not cached
+    assert cache.get(("r", "c", "Select", bytes([3]))) is answers[3]
