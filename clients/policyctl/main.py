@@ -62,6 +62,7 @@ def parser() -> argparse.ArgumentParser:
     p = rules.add_parser("test", help="run the tests stored with the rules")
     p.add_argument("directory", type=Path)
     p.set_defaults(func=rulecmds.test)
+    rules.add_parser("fields", help="the fact fields rules may test").set_defaults(func=rulecmds.fields)
 
     conformance.add_parser(sub)
 

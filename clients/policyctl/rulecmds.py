@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from clients.policyctl.output import table
+from policyd.facts.fields import FIELDS
 from policyd.policy.engine import RuleEngine
 from policyd.policy.loader import RuleFileError, load_policy
 from policyd.policy.selftest import run_tests
@@ -40,3 +42,10 @@ def test(args: argparse.Namespace) -> int:
     failed = len({(f.rule.id, f.test) for f in failures})
     print(f"{count - failed} passed, {failed} failed")
     return 1 if failures else 0
+
+
+def fields(args: argparse.Namespace) -> int:
+    """The fact fields a rule may test or print, with their types and meaning."""
+    rows = [(name, f.type, f.scope, f.doc) for name, f in FIELDS.items()]
+    print(table(("FIELD", "TYPE", "ABOUT", "MEANING"), rows))
+    return 0

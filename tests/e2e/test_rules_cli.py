@@ -77,3 +77,12 @@ def test_daemon_refuses_to_start_on_broken_rules(tmp_path: Path) -> None:
     assert f"{rules / RULE_FILE}:" in message
     assert "rule runtime-disabled" in message
     assert "Traceback" not in message
+
+
+def test_rules_fields_lists_every_fact_field_a_rule_may_test() -> None:
+    result = policyctl("rules", "fields")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["FIELD", "TYPE", "ABOUT", "MEANING"]
+    listed = {line.split()[0] for line in lines[1:]}
+    assert {"framework_version_match", "runtime_labels", "pipeline_mismatch", "namespace"} <= listed
