@@ -4,10 +4,9 @@ only describes; the rules judge."""
 from __future__ import annotations
 
 import re
-import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ServingRuntime, VersionedName
 from policyd.semantics.format_label import format_label
@@ -16,8 +15,12 @@ from policyd.semantics.pipelines import first_mismatch
 from policyd.semantics.versions import version_satisfies
 
 Record = dict[str, Any]
-# runtime id -> (weak reference to it, its intrinsic facts)
-_INTRINSIC: dict[int, tuple[weakref.ref[ServingRuntime], Record]] = {}
+T = TypeVar("T")
+# Facts that depend only on manifests' content, by the digests of those manifests: the
+# same runtime (and model) yields the same facts on every request.
+_MEMO_LIMIT = 50_000
+_INTRINSIC: dict[str, Record] = {}
+_ENTRIES: dict[tuple[str, str, Defaults], list[Record]] = {}
 _TAG = re.compile(r":(?P<tag>[\w][\w.-]{0,127})$")
 
 
@@ -78,13 +81,23 @@ def subject_facts(subject: Subject) -> Record:
     }
 
 
+def _memo(cache: dict[Any, T], key: Any, compute: Callable[[], T]) -> T:
+    hit = cache.get(key)
+    if hit is None:
+        if len(cache) >= _MEMO_LIMIT:
+            cache.clear()
+        hit = cache[key] = compute()
+    return hit
+
+
 def _intrinsic_facts(runtime: ServingRuntime) -> Record:
-    """Fields that depend on the runtime alone, computed once per runtime object."""
-    hit = _INTRINSIC.get(id(runtime))
-    if hit is not None and hit[0]() is runtime:
-        return hit[1]
+    """Fields that depend on the runtime alone."""
+    return _memo(_INTRINSIC, runtime.digest, lambda: _runtime_only_facts(runtime))
+
+
+def _runtime_only_facts(runtime: ServingRuntime) -> Record:
     rng = runtime.size_range
-    facts: Record = {
+    return {
         "runtime_name": runtime.meta.name,
         "runtime_kind": runtime.kind,
         "runtime_namespace": runtime.meta.namespace,
@@ -101,9 +114,6 @@ def _intrinsic_facts(runtime: ServingRuntime) -> Record:
         "size_range_min": rng.min_text if rng else "",
         "size_range_max": rng.max_text if rng else "",
     }
-    key = id(runtime)
-    _INTRINSIC[key] = (weakref.ref(runtime, lambda _: _INTRINSIC.pop(key, None)), facts)
-    return facts
 
 
 def runtime_facts(subject: Subject, runtime: ServingRuntime) -> Record:
@@ -178,4 +188,6 @@ def records(subject: Subject, subject_record: Record, runtime: ServingRuntime, d
     """One record per entry of ``runtime`` (one with entry_index -1 when it has none)."""
     base = {**subject_record, **runtime_facts(subject, runtime)}
     entries: tuple[Entry | None, ...] = runtime.entries or (None,)
-    return [{**base, **entry_facts(subject.model, e, defaults)} for e in entries]
+    key = (subject.model.digest, runtime.digest, defaults)
+    per_entry = _memo(_ENTRIES, key, lambda: [entry_facts(subject.model, e, defaults) for e in entries])
+    return [{**base, **facts} for facts in per_entry]
