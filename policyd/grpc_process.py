@@ -12,12 +12,13 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 
-def add_health(server: grpc.Server, services: Iterable[str]) -> None:
+def add_health(server: grpc.Server, services: Iterable[str]) -> health.HealthServicer:
     """Standard gRPC health checking, SERVING for the server ("") and each service."""
     servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     for name in ("", *services):
         servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return servicer
 
 
 def bind(server: grpc.Server, listen: str) -> str | None:
@@ -37,8 +38,12 @@ def announce(address: str, ready_file: Path | None) -> None:
         ready_file.write_text(address)
 
 
-def wait_for_stop_signal() -> None:
+def wait_for_stop_signal(server: grpc.Server, health_servicer: health.HealthServicer) -> None:
+    """Serve until SIGTERM or SIGINT, then report NOT_SERVING so clients drain, and stop
+    after in-flight calls finish (up to two seconds)."""
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
     stopping.wait()
+    health_servicer.enter_graceful_shutdown()
+    server.stop(grace=2).wait()

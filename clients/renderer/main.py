@@ -21,15 +21,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     render_pb2_grpc.add_RendererServiceServicer_to_server(RendererServicer(), server)
-    add_health(server, [render_pb2.DESCRIPTOR.services_by_name["RendererService"].full_name])
+    health_servicer = add_health(server, [render_pb2.DESCRIPTOR.services_by_name["RendererService"].full_name])
     address = bind(server, args.listen)
     if address is None:
         print(f"policy-render: cannot listen on {args.listen}", file=sys.stderr)
         return 2
     server.start()
     announce(address, args.ready_file)
-    wait_for_stop_signal()
-    server.stop(grace=2).wait()
+    wait_for_stop_signal(server, health_servicer)
     return 0
 
 

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         PolicyServicer(state, obs.DecisionLog(args.decision_log)), server
     )
     service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
-    add_health(server, [service])
+    health_servicer = add_health(server, [service])
     reflection.enable_server_reflection((service, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     address = bind(server, args.listen)
     if address is None:
@@ -113,10 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         extra={"address": address, "rules_revision": state.revision.id, "catalog_revision": state.catalog.revision},
     )
     announce(address, args.ready_file)
-    wait_for_stop_signal()
+    wait_for_stop_signal(server, health_servicer)
     for w in watchers:
         w.stop()
-    server.stop(grace=2).wait()
     return 0
 
 
