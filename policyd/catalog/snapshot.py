@@ -6,14 +6,19 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from policyd.resources.objects import BaseModel, ServingRuntime
+from policyd.resources.objects import NAMESPACED_KINDS, BaseModel, ServingRuntime
 
 Key = tuple[str, str, str]  # kind, namespace ("" at cluster scope), name
 CatalogObject = BaseModel | ServingRuntime
 
 
+def make_key(kind: str, namespace: str, name: str) -> Key:
+    """The catalog key of an object; cluster-scoped kinds ignore the namespace."""
+    return (kind, namespace if kind in NAMESPACED_KINDS else "", name)
+
+
 def key_of(obj: CatalogObject) -> Key:
-    return (obj.kind, obj.meta.namespace, obj.meta.name)
+    return make_key(obj.kind, obj.meta.namespace, obj.meta.name)
 
 
 def revision_of(objects: Iterable[CatalogObject]) -> str:
@@ -63,4 +68,4 @@ class Catalog:
         return [*namespaced, *cluster]
 
     def runtime(self, kind: str, namespace: str, name: str) -> ServingRuntime | None:
-        return self.runtimes.get((kind, namespace if kind == "ServingRuntime" else "", name))
+        return self.runtimes.get(make_key(kind, namespace, name))

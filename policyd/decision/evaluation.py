@@ -87,10 +87,9 @@ def _evaluate_one(
     compat = [i for i, v in enumerate(verdicts) if v.compat is None]
     selectable = [i for i in compat if verdicts[i].select is None]
     pool = selectable or compat
-    scores = {i: policy.scoring.entry_score(recs[i]) + verdicts[i].points for i in pool}
+    scores = {i: policy.scoring.entry_score(recs[i]) + verdicts[i].points for i in compat}  # pool ⊆ compat
     best = max(pool, key=lambda i: (scores[i], -i)) if pool else -1
-    compat_scores = {i: policy.scoring.entry_score(recs[i]) + verdicts[i].points for i in compat}
-    best_compatible = max(compat, key=lambda i: (compat_scores[i], -i)) if compat else -1
+    best_compatible = max(compat, key=lambda i: (scores[i], -i)) if compat else -1
     reason_rule: Rule | None = None
     at = 0
     if not selectable:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policyd.catalog.snapshot import Catalog
+from policyd.catalog.snapshot import Catalog, make_key
 from policyd.errors import InvalidInput
 from policyd.facts.derive import Subject
 from policyd.policy import templates
@@ -11,8 +11,7 @@ from policyd.resources.objects import BaseModel, InferenceService, ModelRef
 
 
 def find_model(catalog: Catalog, ref: ModelRef, namespace: str, revision: Revision, field: str) -> BaseModel:
-    key = (ref.kind, namespace if ref.kind == "BaseModel" else "", ref.name)
-    model = catalog.models.get(key)
+    model = catalog.models.get(make_key(ref.kind, namespace, ref.name))
     if model is None:
         text = templates.render(
             revision.policy.messages["model_not_found"],

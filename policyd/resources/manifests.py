@@ -14,6 +14,7 @@ from policyd.resources import fields as f
 from policyd.resources.objects import (
     ISVC_KIND,
     MODEL_KINDS,
+    NAMESPACED_KINDS,
     PIPELINE_COMPONENTS,
     RUNTIME_KINDS,
     BaseModel,
@@ -140,7 +141,7 @@ def _pipeline(doc: Mapping[str, Any], path: str) -> Pipeline | None:
 
 def parse_model(doc: Mapping[str, Any]) -> BaseModel:
     kind = f.one_of(f.string(doc, "kind", "kind", required=True), MODEL_KINDS, "kind", "model kind")
-    meta = _meta(doc, namespaced=kind == "BaseModel")
+    meta = _meta(doc, namespaced=kind in NAMESPACED_KINDS)
     spec = f.obj(doc, "spec", "spec") or {}
     size_text = f.string(spec, "modelParameterSize", "spec.modelParameterSize")
     storage = f.obj(spec, "storage", "spec.storage") or {}
@@ -206,7 +207,7 @@ def _images(spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
     kind = f.one_of(f.string(doc, "kind", "kind", required=True), RUNTIME_KINDS, "kind", "runtime kind")
-    meta = _meta(doc, namespaced=kind == "ServingRuntime")
+    meta = _meta(doc, namespaced=kind in NAMESPACED_KINDS)
     spec = f.obj(doc, "spec", "spec") or {}
     entries = tuple(
         _entry(e, i) for i, e in enumerate(f.items(spec, "supportedModelFormats", "spec.supportedModelFormats"))

@@ -11,6 +11,7 @@ from policyd.semantics.versions import Version
 MODEL_KINDS = ("ClusterBaseModel", "BaseModel")
 RUNTIME_KINDS = ("ClusterServingRuntime", "ServingRuntime")
 ISVC_KIND = "InferenceService"
+NAMESPACED_KINDS = ("BaseModel", "ServingRuntime")  # the Cluster* kinds live at cluster scope
 PIPELINE_COMPONENTS = ("scheduler", "textEncoder", "tokenizer", "transformer", "vae")
 
 

@@ -16,7 +16,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from policyd import metadata
-from policyd.catalog.snapshot import Catalog, CatalogObject, Key
+from policyd.catalog.snapshot import Catalog, CatalogObject, Key, make_key
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
@@ -85,8 +85,7 @@ def _keys(keys: Sequence[pb.ObjectKey]) -> list[Key]:
             )
         if not k.name:
             raise InvalidInput(f"keys[{i}].name", "is required")
-        namespaced = k.kind in ("BaseModel", "ServingRuntime")
-        out.append((k.kind, k.namespace if namespaced else "", k.name))
+        out.append(make_key(k.kind, k.namespace, k.name))
     return out
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from google.protobuf.message import Message
 
 from policyd.catalog.directory import load_directory
-from policyd.catalog.snapshot import Catalog, CatalogObject, Key
+from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
 from policyd.decision.admission import runtime_refusals
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
@@ -126,13 +126,13 @@ class ServingState:
             log.warning("catalog manifest refused", extra={"error": error})
         with self._lock:
             self.catalog_errors = errors
-            self._dir_objects = {(o.kind, o.meta.namespace, o.meta.name): o for o in accepted}
+            self._dir_objects = {key_of(o): o for o in accepted}
             self._publish()
 
     def apply(self, objects: list[CatalogObject]) -> Catalog:
         with self._lock:
             for obj in objects:
-                key = (obj.kind, obj.meta.namespace, obj.meta.name)
+                key = key_of(obj)
                 self._applied[key] = obj
                 self._deleted.discard(key)
             self._publish()
