@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from google.protobuf import json_format
+from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry()
@@ -70,9 +72,10 @@ class DecisionLog:
         self._file = path.open("a", buffering=1) if path else None
         self._lock = threading.Lock()
 
-    def write(self, **entry: Any) -> None:
+    def write(self, outcome: Message, **entry: Any) -> None:
         if self._file is None:
-            return
-        line = json.dumps({"time": round(time.time(), 6), **entry}, default=str, sort_keys=True)
+            return  # the outcome is converted only for a log that exists: this runs on every decision
+        record = {"time": round(time.time(), 6), **entry, "outcome": json_format.MessageToDict(outcome)}
+        line = json.dumps(record, default=str, sort_keys=True)
         with self._lock:
             self._file.write(line + "\n")

@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import grpc
-from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from policyd import metadata
@@ -32,7 +31,7 @@ from policyd.resources.objects import MODEL_KINDS, RUNTIME_KINDS, InferenceServi
 from policyd.resources.proto import isvc_manifest, object_manifest, struct_to_dict
 from policyd.server import observability as obs
 from policyd.server import responses
-from policyd.server.state import ServingState
+from policyd.server.state import CacheKey, ServingState
 
 log = logging.getLogger("policyd.rpc")
 Resp = TypeVar("Resp", bound=Message)
@@ -112,6 +111,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             cached = self.state.cache.get(key) if rpc in CACHEABLE else None
             if cached is not None:
                 obs.CACHE_HITS.inc()
+                self._log_decision(key, request_id, cached, cached=True)
                 return cached  # type: ignore[return-value]  # stored under this RPC's key, so of its type
             try:
                 response = handler(request, revision, catalog)
@@ -129,18 +129,23 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 context.abort(code, f"internal error; see the policyd log for request id {request_id}")
             if rpc in CACHEABLE:
                 self.state.cache.put(key, response)
-                self.decisions.write(
-                    request_id=request_id,
-                    rpc=rpc,
-                    request_digest=digest.hex(),
-                    rules_revision=revision.id,
-                    catalog_revision=catalog.revision,
-                    outcome=json_format.MessageToDict(response),
-                )
+                self._log_decision(key, request_id, response, cached=False)
             return response
         finally:
             obs.CALLS.labels(rpc, code.name).inc()
             obs.LATENCY.labels(rpc).observe(time.perf_counter() - started)
+
+    def _log_decision(self, key: CacheKey, request_id: str, outcome: Message, cached: bool) -> None:
+        rules_revision, catalog_revision, rpc, digest = key
+        self.decisions.write(
+            outcome,
+            request_id=request_id,
+            rpc=rpc,
+            request_digest=digest.hex(),
+            rules_revision=rules_revision,
+            catalog_revision=catalog_revision,
+            cached=cached,
+        )
 
     @staticmethod
     def _revisions(revision: Revision, catalog: Catalog) -> pb.Revisions:

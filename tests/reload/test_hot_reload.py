@@ -207,9 +207,12 @@ def test_decision_log_has_one_json_line_per_decision(daemon: tuple[str, Path, Pa
             {**ISVC, "metadata": {"name": "logged", "namespace": "llama-demo"}}
         )
         stub.Select(other)
+        stub.Select(other)  # the same question again: answered from the decision cache, and logged too
     lines = [json.loads(line) for line in log.read_text().splitlines()]
-    assert lines, "no decision logged"
-    entry = lines[-1]
-    assert entry["rpc"] == "Select"
-    assert {"request_digest", "rules_revision", "catalog_revision", "outcome", "request_id", "time"} <= set(entry)
-    assert entry["outcome"]["ranking"][0]["name"] == "ns-runtime"
+    assert len(lines) >= 2, "decisions not logged"
+    first, again = lines[-2:]
+    assert first["rpc"] == "Select"
+    assert {"request_digest", "rules_revision", "catalog_revision", "outcome", "request_id", "time"} <= set(first)
+    assert first["outcome"]["ranking"][0]["name"] == "ns-runtime"
+    assert (first["cached"], again["cached"]) == (False, True)
+    assert again["request_digest"] == first["request_digest"] and again["outcome"] == first["outcome"]
