@@ -15,8 +15,9 @@ from google.protobuf import json_format
 
 from clients.conformance.cases import Case
 from clients.conformance.paths import check
+from clients.decision import decide, placed_on, render_request
 from policyd.contract import policy_pb2 as pb
-from policyd.contract import policy_pb2_grpc, render_pb2, render_pb2_grpc
+from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
 Problems = list[str]
@@ -148,33 +149,11 @@ def _render_root(case: Case, stubs: Stubs) -> dict[str, Any]:
     """The decision (Resolve for a named runtime, else Select), then the renderer."""
     if stubs.renderer is None:
         raise RuntimeError("no renderer to render with")
-    isvc = case.request.get("inferenceService") or {}
-    spec, namespace = isvc.get("spec") or {}, (isvc.get("metadata") or {}).get("namespace", "")
-    if (spec.get("runtime") or {}).get("name"):
-        resolved = _resolve_call(case, stubs)
-        if resolved.rejection.message or resolved.rejection.condition_message:
-            return {"workloads": [], "errors": [resolved.rejection.message or resolved.rejection.condition_message]}
-        name, kind, entry = resolved.runtime, resolved.runtime_kind, resolved.entry_index
-    else:
-        selected = stubs.policy.Select(pb.SelectRequest(inference_service=_isvc(case), catalog=_objects(case)))
-        if not selected.ranking:
-            return {"workloads": [], "errors": [selected.error]}
-        top = selected.ranking[0]
-        name, kind, entry = top.name, top.kind, top.entry_index
-    runtime = _find(case, kind, namespace, name)
-    request = render_pb2.RenderRequest(
-        inference_service=_isvc(case),
-        runtime=rpb.Object(manifest=json.dumps(runtime)),
-        entry_index=entry,
-    )
-    model_ref = spec.get("model")
-    if model_ref:
-        model = _find(case, model_ref.get("kind") or "ClusterBaseModel", namespace, model_ref.get("name", ""))
-        if model is not None:
-            request.model.CopyFrom(rpb.Object(manifest=json.dumps(model)))
-    accelerator = case.request.get("acceleratorClass")
-    if accelerator:
-        request.accelerator_classes.update({"engine": accelerator, "decoder": accelerator})
+    decision = decide(stubs.policy, case.request.get("inferenceService") or {}, _objects(case))
+    if decision.problem:
+        return {"workloads": [], "errors": [decision.problem]}
+    classes = placed_on(case.request.get("acceleratorClass"))
+    request = render_request(decision, lambda kind, ns, name: _find(case, kind, ns, name), classes)
     reply = stubs.renderer.Render(request)
     return {"workloads": [json.loads(o) for o in reply.objects], "errors": list(reply.errors)}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,10 @@ import grpc
 import yaml
 from google.protobuf import json_format
 
+from clients.decision import decide, from_catalog, placed_on, render_request
 from clients.policyctl.connection import as_objects, policy_stub, read_manifests, renderer_stub
 from clients.policyctl.output import as_dict, dump, table
 from policyd.contract import policy_pb2 as pb
-from policyd.contract import render_pb2
 from policyd.contract import resources_pb2 as rpb
 
 
@@ -121,43 +122,19 @@ def effective(args: argparse.Namespace) -> int:
     return 1 if reply.errors else 0
 
 
-def _object(stub: Any, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-    reply = stub.GetObjects(pb.GetObjectsRequest(keys=[pb.ObjectKey(kind=kind, namespace=namespace, name=name)]))
-    manifest = reply.objects[0].manifest
-    return json.loads(manifest) if manifest else None
-
-
 def render(args: argparse.Namespace) -> int:
     """Decide with policyd (Resolve or Select), then render with the renderer sidecar."""
     stub = policy_stub(args.address)
-    isvc = _isvc(args)
-    doc = json.loads(isvc.manifest)
-    spec, namespace = doc.get("spec") or {}, (doc.get("metadata") or {}).get("namespace", "")
-    catalog = _catalog(args)
+    decision = decide(stub, json.loads(_isvc(args).manifest), _catalog(args), args.lookup)
+    if decision.problem:
+        raise UsageError(f"rejected: {decision.problem}" if decision.resolved else decision.problem)
     local = {(d.get("kind"), (d.get("metadata") or {}).get("name")): d for d in read_manifests(args.objects or [])}
-    if (spec.get("runtime") or {}).get("name"):
-        resolved = stub.Resolve(pb.ResolveRequest(inference_service=isvc, catalog=catalog, lookup=args.lookup))
-        if resolved.rejection.message or resolved.rejection.condition_message:
-            raise UsageError(f"rejected: {resolved.rejection.message or resolved.rejection.condition_message}")
-        name, kind, entry = resolved.runtime, resolved.runtime_kind, resolved.entry_index
-    else:
-        selected = stub.Select(pb.SelectRequest(inference_service=isvc, catalog=catalog))
-        if not selected.ranking:
-            raise UsageError(selected.error)
-        name, kind, entry = selected.ranking[0].name, selected.ranking[0].kind, selected.ranking[0].entry_index
-    runtime = local.get((kind, name)) or _object(stub, kind, namespace, name)
-    request = render_pb2.RenderRequest(
-        inference_service=isvc, runtime=rpb.Object(manifest=json.dumps(runtime)), entry_index=entry
-    )
-    if spec.get("model"):
-        model_kind = spec["model"].get("kind") or "ClusterBaseModel"
-        model = local.get((model_kind, spec["model"].get("name"))) or _object(
-            stub, model_kind, namespace, spec["model"].get("name", "")
-        )
-        if model is not None:
-            request.model.CopyFrom(rpb.Object(manifest=json.dumps(model)))
-    if args.accelerator_class:
-        request.accelerator_classes.update({"engine": args.accelerator_class, "decoder": args.accelerator_class})
+    in_catalog = from_catalog(stub)
+
+    def manifests(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return local.get((kind, name)) or in_catalog(kind, namespace, name)
+
+    request = render_request(decision, manifests, placed_on(args.accelerator_class))
     try:
         reply = renderer_stub(args.renderer).Render(request)
     except grpc.RpcError as err:
