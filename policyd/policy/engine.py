@@ -76,7 +76,7 @@ class RuleEngine:
             }
             for group, members in groups.items()
         }
-        self._results = threading.local()
+        self._hits: dict[tuple[int, str], str] = {}  # the current batch's fired rules (one batch at a time)
         self._lock = threading.Lock()
         # durable-rules sessions are shared state: concurrent batches on one host were seen to
         # cross their results, so one batch runs at a time (memo hits need no engine at all).
@@ -86,7 +86,7 @@ class RuleEngine:
 
     def _fired(self, action: str, message: Mapping[str, Any]) -> None:
         group, rule_id = action.split("|", 1)
-        self._results.hits[(message["_i"], group)] = rule_id
+        self._hits[(message["_i"], group)] = rule_id
 
     def _key(self, record: Mapping[str, Any]) -> tuple[Any, ...]:
         return tuple(tuple(record[f]) if f in self._lists else record[f] for f in self._fields)
@@ -129,11 +129,12 @@ class RuleEngine:
         return len(records)
 
     def _run(self, records: Sequence[Mapping[str, Any]]) -> list[RecordVerdict]:
-        self._results.hits = {}
+        """Judge records the memo has not seen; callers hold _engine_lock."""
+        self._hits = {}
         events = [self._event(i, r) for i, r in enumerate(records)]
         for group in self._groups:
             self._host.post_batch(f"{self._prefix}/{group}", [dict(e) for e in events])
-        hits: dict[tuple[int, str], str] = self._results.hits
+        hits = self._hits
         verdicts = []
         for i in range(len(records)):
             matched = [self._by_id[rid] for g in self._groups if (rid := hits.get((i, g), PASS)) != PASS]
