@@ -82,6 +82,7 @@ class Reason(_message.Message):
     RUNTIME_VALUE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     ENTRY_INDEX_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
     rule_id: _builtins.str
     effect: _builtins.str
     """exclude, reject, skip, advise or score."""
@@ -93,6 +94,10 @@ class Reason(_message.Message):
     """The reason in OME's words."""
     entry_index: _builtins.int
     """The supportedModelFormats entry it is about, -1 for the runtime as a whole."""
+    kind: _builtins.str
+    """The verdict's kind as the rule file declares it (e.g. Incompatible, Disabled,
+    Advisory), so clients read the verdict instead of parsing the message.
+    """
     def __init__(
         self,
         *,
@@ -103,10 +108,11 @@ class Reason(_message.Message):
         runtime_value: _builtins.str = ...,
         message: _builtins.str = ...,
         entry_index: _builtins.int = ...,
+        kind: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["component", b"component", "effect", b"effect", "entry_index", b"entry_index", "message", b"message", "model_value", b"model_value", "rule_id", b"rule_id", "runtime_value", b"runtime_value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["component", b"component", "effect", b"effect", "entry_index", b"entry_index", "kind", b"kind", "message", b"message", "model_value", b"model_value", "rule_id", b"rule_id", "runtime_value", b"runtime_value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -232,6 +238,7 @@ class SelectResponse(_message.Message):
     WARNINGS_FIELD_NUMBER: _builtins.int
     EXCLUDED_FIELD_NUMBER: _builtins.int
     REVISIONS_FIELD_NUMBER: _builtins.int
+    REJECTION_FIELD_NUMBER: _builtins.int
     error: _builtins.str
     """OME's message when no runtime can be selected; empty otherwise."""
     @_builtins.property
@@ -248,6 +255,12 @@ class SelectResponse(_message.Message):
 
     @_builtins.property
     def revisions(self) -> Global___Revisions: ...
+    @_builtins.property
+    def rejection(self) -> Global___Rejection:
+        """Set when nothing can be selected or the request is refused: error as a
+        typed refusal (kind RuntimeNotFound, ValidationError, ...) with its condition.
+        """
+
     def __init__(
         self,
         *,
@@ -256,10 +269,11 @@ class SelectResponse(_message.Message):
         warnings: _abc.Iterable[_builtins.str] | None = ...,
         excluded: _abc.Iterable[Global___RuntimeVerdict] | None = ...,
         revisions: Global___Revisions | None = ...,
+        rejection: Global___Rejection | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["revisions", b"revisions"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["rejection", b"rejection", "revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "excluded", b"excluded", "ranking", b"ranking", "revisions", b"revisions", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "excluded", b"excluded", "ranking", b"ranking", "rejection", b"rejection", "revisions", b"revisions", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -388,13 +402,26 @@ class Rejection(_message.Message):
     FIELD_FIELD_NUMBER: _builtins.int
     CONDITION_REASON_FIELD_NUMBER: _builtins.int
     CONDITION_MESSAGE_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    RULE_ID_FIELD_NUMBER: _builtins.int
+    COMPONENT_FIELD_NUMBER: _builtins.int
     message: _builtins.str
     """The admission webhook's message."""
     field: _builtins.str
     """The field the rejection is about."""
     condition_reason: _builtins.str
-    """The RuntimeReady condition reason and message after admission, when they differ."""
+    """The RuntimeReady condition reason and message after admission (always set
+    with a rejection: clients write them as they are).
+    """
     condition_message: _builtins.str
+    kind: _builtins.str
+    """The refusal's kind as the rule file declares it: RuntimeNotFound,
+    ValidationError, ScalingModeNotImplemented, ...
+    """
+    rule_id: _builtins.str
+    """The rule that refused."""
+    component: _builtins.str
+    """The component (engine, decoder, router) the refusal is about, when it is about one."""
     def __init__(
         self,
         *,
@@ -402,10 +429,13 @@ class Rejection(_message.Message):
         field: _builtins.str = ...,
         condition_reason: _builtins.str = ...,
         condition_message: _builtins.str = ...,
+        kind: _builtins.str = ...,
+        rule_id: _builtins.str = ...,
+        component: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["condition_message", b"condition_message", "condition_reason", b"condition_reason", "field", b"field", "message", b"message"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["component", b"component", "condition_message", b"condition_message", "condition_reason", b"condition_reason", "field", b"field", "kind", b"kind", "message", b"message", "rule_id", b"rule_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -425,6 +455,7 @@ class ResolveResponse(_message.Message):
     REJECTION_FIELD_NUMBER: _builtins.int
     ENTRY_INDEX_FIELD_NUMBER: _builtins.int
     REVISIONS_FIELD_NUMBER: _builtins.int
+    EVENT_REASON_FIELD_NUMBER: _builtins.int
     runtime: _builtins.str
     runtime_kind: _builtins.str
     runtime_namespace: _builtins.str
@@ -435,6 +466,8 @@ class ResolveResponse(_message.Message):
     event: _builtins.str
     """RuntimeCompatibilityAdvisory event message; empty when none is recorded."""
     entry_index: _builtins.int
+    event_reason: _builtins.str
+    """The reason of the event (RuntimeCompatibilityAdvisory) when event is set."""
     @_builtins.property
     def reason(self) -> Global___Reason: ...
     @_builtins.property
@@ -456,10 +489,11 @@ class ResolveResponse(_message.Message):
         rejection: Global___Rejection | None = ...,
         entry_index: _builtins.int = ...,
         revisions: Global___Revisions | None = ...,
+        event_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason", "rejection", b"rejection", "revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["compatible", b"compatible", "entry_index", b"entry_index", "event", b"event", "reason", b"reason", "rejection", b"rejection", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind", "runtime_namespace", b"runtime_namespace", "warning", b"warning"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["compatible", b"compatible", "entry_index", b"entry_index", "event", b"event", "event_reason", b"event_reason", "reason", b"reason", "rejection", b"rejection", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind", "runtime_namespace", b"runtime_namespace", "warning", b"warning"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -499,20 +533,26 @@ class ComponentMode(_message.Message):
     COMPONENT_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
     SOURCE_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
     component: _builtins.str
     mode: _builtins.str
     source: _builtins.str
     """The rule that set it."""
+    @_builtins.property
+    def error(self) -> Global___Rejection:
+        """Why the component cannot run in that mode (e.g. a router in MultiNode); unset when it can."""
+
     def __init__(
         self,
         *,
         component: _builtins.str = ...,
         mode: _builtins.str = ...,
         source: _builtins.str = ...,
+        error: Global___Rejection | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["component", b"component", "mode", b"mode", "source", b"source"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["component", b"component", "error", b"error", "mode", b"mode", "source", b"source"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from policyd.contract import policy_pb2 as _policy_pb2
 from policyd.contract import resources_pb2 as _resources_pb2
 import builtins as _builtins
 import sys
@@ -48,6 +49,7 @@ class RenderRequest(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     ACCELERATOR_CLASSES_FIELD_NUMBER: _builtins.int
     ENTRY_INDEX_FIELD_NUMBER: _builtins.int
+    MODES_FIELD_NUMBER: _builtins.int
     entry_index: _builtins.int
     """The supportedModelFormats entry policyd matched (RankedRuntime/ResolveResponse entry_index), -1 for none."""
     @_builtins.property
@@ -64,6 +66,12 @@ class RenderRequest(_message.Message):
     def accelerator_classes(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Component (engine, decoder) -> accelerator class it was placed on."""
 
+    @_builtins.property
+    def modes(self) -> _containers.RepeatedCompositeFieldContainer[_policy_pb2.ComponentMode]:
+        """Each declared component's mode as policyd decided it (EffectiveResponse.components),
+        with its error; the renderer renders these and does not decide modes again.
+        """
+
     def __init__(
         self,
         *,
@@ -72,10 +80,11 @@ class RenderRequest(_message.Message):
         model: _resources_pb2.Object | None = ...,
         accelerator_classes: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         entry_index: _builtins.int = ...,
+        modes: _abc.Iterable[_policy_pb2.ComponentMode] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["inference_service", b"inference_service", "model", b"model", "runtime", b"runtime"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "entry_index", b"entry_index", "inference_service", b"inference_service", "model", b"model", "runtime", b"runtime"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "entry_index", b"entry_index", "inference_service", b"inference_service", "model", b"model", "modes", b"modes", "runtime", b"runtime"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

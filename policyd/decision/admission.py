@@ -18,6 +18,7 @@ class Rejection:
     field: str = ""
     condition_reason: str = ""
     condition_message: str = ""
+    component: str = ""
 
 
 def _scaling_mode(spec: Mapping[str, Any]) -> str | None:

@@ -36,8 +36,9 @@ def effective_modes(isvc: InferenceService, runtime: ServingRuntime | None, mess
             )
             # name the side that does not ask for OMENative
             side = "decoder" if engine == OMENATIVE else "engine"
-            errors.append(Rejection(text, f"spec.{side}.annotations[ome.io/deploymentMode]"))
+            errors.append(Rejection(text, f"spec.{side}.annotations[ome.io/deploymentMode]", component=side))
     for mode in modes:
         if mode.component == "router" and mode.mode == "MultiNode":
-            errors.append(Rejection(templates.render(messages["router_multinode"], {"mode": mode.mode}), "spec.router"))
+            text = templates.render(messages["router_multinode"], {"mode": mode.mode})
+            errors.append(Rejection(text, "spec.router", component="router"))
     return Effective(modes, tuple(errors))

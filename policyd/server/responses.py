@@ -58,4 +58,5 @@ def rejection(value: Rejection | None) -> pb.Rejection | None:
         field=value.field,
         condition_reason=value.condition_reason,
         condition_message=value.condition_message,
+        component=value.component,
     )

@@ -240,7 +240,15 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return pb.EffectiveResponse(
             runtime=runtime.meta.name if runtime else "",
             runtime_kind=runtime.kind if runtime else "",
-            components=[pb.ComponentMode(component=m.component, mode=m.mode, source=m.source) for m in result.modes],
+            components=[
+                pb.ComponentMode(
+                    component=m.component,
+                    mode=m.mode,
+                    source=m.source,
+                    error=next((responses.rejection(e) for e in result.errors if e.component == m.component), None),
+                )
+                for m in result.modes
+            ],
             errors=[r for e in result.errors if (r := responses.rejection(e)) is not None],
             revisions=self._revisions(revision, catalog),
         )
