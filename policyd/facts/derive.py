@@ -99,9 +99,13 @@ def _model_facts(model: BaseModel | None, ref: ModelRef | None) -> Record:
         "model_format_label": format_label(model) if model else "",
         "model_format_name": model.format.name if model and model.format else "",
         "model_format_version": model.format.version if model and model.format else "",
+        "model_format_version_set": model is not None and model.format is not None and model.format.version_set,
         "model_has_framework": model is not None and model.framework is not None,
         "model_framework_name": model.framework.name if model and model.framework else "",
         "model_framework_version": model.framework.version if model and model.framework else "",
+        "model_framework_version_set": model is not None
+        and model.framework is not None
+        and model.framework.version_set,
         "model_architecture": model.architecture if model else "",
         "model_quantization": model.quantization if model else "",
     }
@@ -160,19 +164,25 @@ def runtime_record(
     }
 
 
+def _satisfies(model: VersionedName, entry: VersionedName) -> bool:
+    # an empty version is set but unreadable: OME's comparison fails
+    if model.parsed is None or entry.parsed is None:
+        return False
+    return version_satisfies(model.parsed, entry.parsed, entry.operator)
+
+
 def _version_match(model: VersionedName | None, entry: VersionedName) -> bool:
     """Both versions set and the model's passes the entry's, or neither set."""
-    model_parsed = model.parsed if model else None
-    if entry.parsed is None or model_parsed is None:
-        return entry.parsed is None and model_parsed is None
-    return version_satisfies(model_parsed, entry.parsed, entry.operator)
+    if model is None or not model.version_set or not entry.version_set:
+        return not entry.version_set and (model is None or not model.version_set)
+    return _satisfies(model, entry)
 
 
 def _versions_agree(model: VersionedName | None, entry: VersionedName) -> bool:
     """As OME scores an entry: a version set on one side only does not count against it."""
-    if model is None or model.parsed is None or entry.parsed is None:
+    if model is None or not model.version_set or not entry.version_set:
         return True
-    return version_satisfies(model.parsed, entry.parsed, entry.operator)
+    return _satisfies(model, entry)
 
 
 def _weight(name: VersionedName, unset: int, zero: int) -> int:
@@ -192,8 +202,10 @@ def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
         "entry_counts_for_score": entry.auto_select is not False,
         "entry_format_name": entry.format.name,
         "entry_format_version": entry.format.version,
+        "entry_format_version_set": entry.format.version_set,
         "entry_framework_name": entry.framework.name,
         "entry_framework_version": entry.framework.version,
+        "entry_framework_version_set": entry.framework.version_set,
         "entry_architecture": entry.architecture,
         "entry_quantization": entry.quantization,
         "format_name_match": format_name_match,

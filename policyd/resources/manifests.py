@@ -101,6 +101,8 @@ def _versioned(doc: Mapping[str, Any] | None, path: str, entry: bool) -> Version
         name=name,
         version=version,
         parsed=parse_version(version, f"{path}.version") if version else None,
+        # OME records version "" for a model_index.json without _diffusers_version: set, matching nothing
+        version_set=doc.get("version") is not None,
         operator=check_operator(f.string(doc, "operator", f"{path}.operator"), f"{path}.operator"),
         weight=1 if weight is None else weight,
         weight_set=weight is not None,

@@ -27,7 +27,8 @@ class Meta:
 class VersionedName:
     name: str
     version: str = ""
-    parsed: Version | None = None
+    parsed: Version | None = None  # None when unset, or set to "" (which matches no version)
+    version_set: bool = False
     operator: str = "Equal"
     weight: int = 1
     weight_set: bool = False
