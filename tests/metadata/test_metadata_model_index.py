@@ -134,7 +134,9 @@ def test_a_model_index_without_a_class_name_is_refused_in_ome_s_words() -> None:
     with pytest.raises(InvalidInput) as error:
         inspect_model_index({"_diffusers_version": "0.34.0"})
     assert error.value.field == "_class_name"
-    assert error.value.message == "model_type or _class_name field is missing or empty in config file 'model_index.json'"
+    assert (
+        error.value.message == "model_type or _class_name field is missing or empty in config file 'model_index.json'"
+    )
 
 
 @pytest.mark.parametrize("version", [None, 0.3])
