@@ -7,14 +7,15 @@ import argparse
 from clients.policyctl.output import table
 from policyd.facts.fields import FIELDS
 from policyd.policy.engine import RuleEngine
-from policyd.policy.loader import RuleFileError, load_policy
+from policyd.policy.loader import BUNDLED_RULES, RuleFileError, load_policy
 from policyd.policy.selftest import run_tests
 
 
 def check(args: argparse.Namespace) -> int:
-    """Static checks: YAML, schema, fact fields, templates, ids, orders, messages; durable-rules compiles it."""
+    """Static checks: YAML, schema, fact fields, templates, ids, orders, kinds, groups, messages; durable-rules
+    compiles it. Settings a directory of extra rules does not declare come from the bundled rules."""
     try:
-        policy = load_policy(args.directory)
+        policy = load_policy(args.directory, BUNDLED_RULES)
         RuleEngine(policy.rules)
     except RuleFileError as err:
         print(f"error: {err}")
@@ -28,7 +29,7 @@ def check(args: argparse.Namespace) -> int:
 
 def test(args: argparse.Namespace) -> int:
     try:
-        policy = load_policy(args.directory)
+        policy = load_policy(args.directory, BUNDLED_RULES)
         engine = RuleEngine(policy.rules)
     except RuleFileError as err:
         print(f"error: {err}")
@@ -36,10 +37,10 @@ def test(args: argparse.Namespace) -> int:
     count, failures = run_tests(policy, engine)
     for failure in failures:
         print(f"FAIL {failure}")
-    untested = [r.id for r in policy.rules if not r.tests]
+    untested = [r.id for r in policy.rules if not r.tests and not r.group]
     for rule_id in untested:
         print(f"note: rule {rule_id} has no tests")
-    failed = len({(f.rule.id, f.test) for f in failures})
+    failed = len({(f.what, f.item_id, f.test) for f in failures})
     print(f"{count - failed} passed, {failed} failed")
     return 1 if failures else 0
 

@@ -15,14 +15,14 @@ from prometheus_client import start_http_server
 
 from policyd.contract import policy_pb2, policy_pb2_grpc
 from policyd.grpc_process import add_health, announce, bind, wait_for_stop_signal
-from policyd.policy.loader import RuleFileError
+from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.server import observability as obs
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.watch import Watcher
 
 log = logging.getLogger("policyd")
-DEFAULT_RULES = Path(__file__).resolve().parents[2] / "rules"
+DEFAULT_RULES = BUNDLED_RULES
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

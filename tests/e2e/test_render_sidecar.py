@@ -54,7 +54,7 @@ def test_render_a_named_runtime_on_an_accelerator_class(daemon: str, renderer: s
     result = policyctl(
         "render",
         "-f",
-        str(files.isvc_named_70b),
+        str(files.isvc_70b),
         "--renderer",
         renderer,
         "--accelerator-class",
