@@ -39,14 +39,20 @@ def merge_component(runtime_config: Mapping[str, Any] | None, isvc_component: Ma
     return merged
 
 
+def merge_container(container: Mapping[str, Any], runner: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod's container of the runner's name with the runner merged on top, by the runner's rules."""
+    return _merge_fields(container, runner, _RUNNER_RULES)
+
+
 def fold_into_parts(component: Mapping[str, Any]) -> dict[str, Any]:
     """A multi-node component whose own PodSpec fields and runner are merged underneath its
-    leader and its worker (theirs winning), so each part describes its whole pod."""
+    leader and its worker (theirs winning), so each part describes its whole pod. A component
+    without a leader leads with its own pod, as OME's does."""
     base = {**pod_fields(component), **({"runner": component["runner"]} if "runner" in component else {})}
     out = {key: value for key, value in component.items() if key not in base}
-    for part in PARTS:
-        if isinstance(component.get(part), Mapping):
-            out[part] = merge_config(base, component[part])
+    out["leader"] = merge_config(base, component.get("leader") or {})
+    if isinstance(component.get("worker"), Mapping):
+        out["worker"] = merge_config(base, component["worker"])
     return out
 
 

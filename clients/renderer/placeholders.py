@@ -15,8 +15,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from clients.renderer.parts import map_runners
-
 _NO_VALUE = "<no value>"  # what Go's text/template prints for a missing map key
 _PLACEHOLDER = re.compile(
     r"\{\{\s*(?:"
@@ -27,9 +25,10 @@ _PLACEHOLDER = re.compile(
 )
 
 
-def fill_placeholders(component: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The component with the placeholders in every string of its runners filled in."""
-    return map_runners(component, lambda runner: _fill(runner, metadata))
+def fill_container(container: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The container with the placeholders in every string filled in."""
+    filled: dict[str, Any] = _fill(container, metadata)
+    return filled
 
 
 def fill_text(text: str, metadata: Mapping[str, Any]) -> str:
