@@ -9,8 +9,9 @@ from typing import Any
 from testkit.shared import RULES
 
 from clients.renderer import RenderInput, RenderResult, render
-from policyd.decision.effective import effective_modes
-from policyd.policy.loader import load_policy
+from policyd.catalog.snapshot import Catalog
+from policyd.decision.orchestrator import effective
+from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_runtime
 from policyd.semantics.modes import EffectiveMode
 
@@ -62,16 +63,20 @@ def make_model(path: str | None = MODEL_PATH) -> dict[str, Any]:
 
 
 @cache
-def _messages() -> dict[str, str]:
-    return dict(load_policy(RULES).messages)
+def _revision() -> Revision:
+    return build_revision(RULES)
 
 
 def policyd_modes(isvc: dict[str, Any], runtime: dict[str, Any]) -> tuple[dict[str, EffectiveMode], dict[str, str]]:
     """Each declared component's mode and mode error as policyd's Effective decides them (its own
-    code, in process), which is what the renderer is given."""
-    decided = effective_modes(parse_inference_service(isvc), parse_runtime(runtime), _messages())
-    errors = {e.component: e.message for e in decided.errors if e.component}
-    return {m.component: m for m in decided.modes}, errors
+    code, in process, for the InferenceService naming ``runtime``), which is what the renderer is given."""
+    named = {
+        **isvc,
+        "spec": {**isvc["spec"], "runtime": {"name": runtime["metadata"]["name"], "kind": runtime["kind"]}},
+    }
+    decided = effective(Catalog.of([parse_runtime(runtime)]), parse_inference_service(named), _revision())
+    errors = {m.component: m.error.message for m in decided.modes if m.error is not None}
+    return {m.component: EffectiveMode(m.component, m.mode, m.source) for m in decided.modes}, errors
 
 
 def render_input(
