@@ -53,6 +53,11 @@ class RuntimeEvaluation:
         """Why the runtime does not declare support; None when it does."""
         return make_reason(*self._compat) if self._compat else None
 
+    @property
+    def refused_when_named(self) -> bool:
+        """The rule it is not compatible by rejects a runtime named explicitly (it cannot start)."""
+        return self._compat is not None and self._compat[0].named == "reject"
+
     def compat_detail(self) -> str:
         """The "does not declare support" detail of a runtime named explicitly
         (the rule's advisory template, else the incompatible message); empty when compatible."""

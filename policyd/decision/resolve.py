@@ -86,6 +86,9 @@ def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: 
         "model_name": model.meta.name,
         "detail": evaluation.compat_detail(),
     }
+    if evaluation.refused_when_named:
+        text = templates.render(messages["named_refused"], {**values, "reason": evaluation.compat_reason.message})
+        return Resolution(runtime, evaluation, rejection=Rejection(text, "spec.runtime.name", component="engine"))
     warning = templates.render(messages["named_warning"], values) if "engine" in isvc.components else ""
     event = templates.render(messages["named_event"], values) if isvc.runtime.auto_sync else ""
     return Resolution(runtime, evaluation, warning=warning, event=event, entry_index=entry)

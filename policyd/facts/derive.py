@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from policyd.facts import diffusers_backend
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ServingRuntime, VersionedName
 from policyd.semantics.format_label import format_label
 from policyd.semantics.modes import annotated_mode, requested_mode
@@ -78,6 +79,7 @@ def subject_facts(subject: Subject) -> Record:
         "model_framework_version": model.framework.version if model.framework else "",
         "model_architecture": model.architecture,
         "model_quantization": model.quantization,
+        **diffusers_backend.model_facts(model),
     }
 
 
@@ -125,6 +127,7 @@ def runtime_facts(subject: Subject, runtime: ServingRuntime) -> Record:
         **_intrinsic_facts(runtime),
         "accelerator_class_listed": not requested_class or requested_class in (runtime.accelerator_classes or ()),
         "size_in_range": rng is None or size is None or rng.min <= size <= rng.max,
+        **diffusers_backend.engine_facts(runtime, subject.isvc),
     }
 
 

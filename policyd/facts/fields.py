@@ -88,6 +88,72 @@ FIELDS: dict[str, Field] = {
     "format_weight": Field(INT, "entry", "modelFormat.weight, or the default weight"),
     "framework_weight": Field(INT, "entry", "modelFramework.weight, or the default weight"),
     "priority": Field(INT, "entry", "priority, or the default priority"),
+    # --- vLLM-Omni's diffusers backend (policyd/facts/diffusers_backend.py) -------------------
+    # the engine's command line: the runtime's runner with the InferenceService's on top
+    "engine_vllm_omni": Field(BOOL, "runtime", "the engine runs vllm serve with --omni (vLLM-Omni)"),
+    "engine_args_error": Field(STR, "runtime", "vllm serve's own error for the engine's command line, or empty"),
+    "diffusion_load_format": Field(STR, "runtime", "--diffusion-load-format, default when not given"),
+    "diffusers_backend": Field(BOOL, "runtime", "the engine runs vLLM-Omni with --diffusion-load-format diffusers"),
+    "diffusers_model_class_name": Field(STR, "runtime", "--model-class-name, else DiffusersAdapterPipeline"),
+    "diffusers_load_kwargs_given": Field(BOOL, "runtime", "--diffusers-load-kwargs holds a non-empty value"),
+    "diffusers_call_kwargs_given": Field(BOOL, "runtime", "--diffusers-call-kwargs holds a non-empty value"),
+    "diffusers_load_kwargs_type": Field(
+        STR, "runtime", "Python type of the load kwargs' JSON value (dict for an object)"
+    ),
+    "diffusers_call_kwargs_type": Field(
+        STR, "runtime", "Python type of the call kwargs' JSON value (dict for an object)"
+    ),
+    "diffusers_cfg_parallel_size": Field(INT, "runtime", "--cfg-parallel-size (1 when not given)"),
+    "diffusers_sequence_parallel_size": Field(
+        INT,
+        "runtime",
+        "sequence parallel size: --allgather-degree when above 1, else --ulysses-degree times --ring-degree",
+    ),
+    "diffusers_cache_backend": Field(
+        STR,
+        "runtime",
+        "--cache-backend, else DIFFUSION_CACHE_BACKEND / DIFFUSION_CACHE_ADAPTER (lowercased), else none",
+    ),
+    "diffusers_enforce_eager": Field(BOOL, "runtime", "--enforce-eager is given"),
+    "diffusers_use_hsdp": Field(BOOL, "runtime", "--use-hsdp is given"),
+    "diffusers_max_num_seqs": Field(INT, "runtime", "--max-num-seqs (1 when not given)"),
+    "diffusers_dlo_dp_concurrency": Field(
+        BOOL, "runtime", "distributed layerwise offload with AllGather over more than one data-parallel replica"
+    ),
+    "diffusers_step_execution": Field(
+        BOOL, "runtime", "--step-execution, or --diffusion-streaming-output which turns it on"
+    ),
+    "diffusers_quantization_set": Field(BOOL, "runtime", "a vLLM-Omni quantization config is given"),
+    "diffusers_quantization_flag": Field(STR, "runtime", "the flag that gives it"),
+    "diffusers_native_quantization": Field(BOOL, "runtime", "the load kwargs carry their own quantization_config"),
+    "diffusers_quant_method": Field(STR, "runtime", "the quantization method, lowercased with - as _"),
+    "diffusers_quant_torchao": Field(STR, "runtime", "the TorchAO config the shortcut maps the method to, or empty"),
+    "diffusers_quant_serialized": Field(BOOL, "runtime", "the config says the checkpoint is serialized in that method"),
+    "diffusers_quant_activation_scheme": Field(STR, "runtime", "activation_scheme (dynamic when not given)"),
+    "diffusers_quant_weight_block_size": Field(BOOL, "runtime", "weight_block_size is given"),
+    "diffusers_quant_ignored_layers": Field(BOOL, "runtime", "ignored_layers or modules_to_not_convert is non-empty"),
+    "diffusers_dduf_file": Field(BOOL, "runtime", "the load kwargs set dduf_file"),
+    "diffusers_boundary_ratio_set": Field(BOOL, "runtime", "--boundary-ratio is given"),
+    "diffusers_flow_shift_set": Field(BOOL, "runtime", "--flow-shift is given"),
+    "diffusers_call_kwargs_shadowed": Field(
+        STR, "runtime", "call-kwargs keys that request-time values always override, comma-separated"
+    ),
+    "diffusers_attention_backend": Field(STR, "runtime", "the default attention backend asked for, empty for none"),
+    "diffusers_attention_mapped": Field(BOOL, "runtime", "the adapter maps that backend name (true when none)"),
+    "diffusers_attention_per_role": Field(STR, "runtime", "attention roles given their own backend, comma-separated"),
+    "diffusers_attention_conflict": Field(
+        BOOL, "runtime", "--diffusion-attention-backend and --diffusion-attention-config.default.backend are both given"
+    ),
+    # how the backend sees the model
+    "model_pipeline_class": Field(STR, "model", "diffusionPipeline.className, else modelArchitecture"),
+    "model_pipeline_native": Field(BOOL, "model", "vLLM-Omni implements the pipeline class natively"),
+    "model_pipeline_wan": Field(BOOL, "model", "the backend applies its Wan routines to the pipeline class"),
+    "model_pipeline_known": Field(BOOL, "model", "the model records a diffusionPipeline"),
+    "model_pipeline_components": Field(STR, "model", "its model_index.json component names, comma-separated"),
+    "model_has_transformer_component": Field(BOOL, "model", "it has a transformer or transformer_2 component"),
+    "model_hf_repo": Field(STR, "model", "the Hugging Face repository of an hf:// model, else empty"),
+    "model_diffusers_verified": Field(BOOL, "model", "the repository is on the diffusers backend's verified list"),
+    # --- end of the diffusers-backend block --------------------------------------------------
 }
 
 # Values that pass every default rule: rule tests start from this record and
@@ -104,6 +170,15 @@ _NEUTRAL_OVERRIDES: dict[str, object] = {
     "format_weight": 1,
     "framework_weight": 1,
     "priority": 1,
+    # diffusers backend: what an engine without vLLM-Omni flags has
+    "diffusers_cfg_parallel_size": 1,
+    "diffusers_sequence_parallel_size": 1,
+    "diffusers_max_num_seqs": 1,
+    "diffusers_attention_mapped": True,
+    "diffusers_quant_activation_scheme": "dynamic",
+    "diffusers_cache_backend": "none",
+    "diffusers_load_kwargs_type": "dict",
+    "diffusers_call_kwargs_type": "dict",
 }
 _EMPTY: dict[str, object] = {STR: "", BOOL: False, INT: 0}
 

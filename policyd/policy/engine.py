@@ -57,7 +57,8 @@ class _Host(durable.engine.Host):  # type: ignore[misc]
 
 class RuleEngine:
     def __init__(self, rules: Sequence[Rule]) -> None:
-        self.rules = tuple(rules)
+        # allow rules act through the conditions of the rules they override
+        self.rules = tuple(r for r in rules if r.effect != "allow")
         self._by_id = {r.id: r for r in self.rules}
         self._fields = sorted(frozenset().union(*(r.fields for r in self.rules))) if self.rules else []
         self._lists = {f for f in self._fields if FIELDS[f].type == LIST}

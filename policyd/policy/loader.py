@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -16,9 +17,9 @@ import yaml
 
 from policyd.facts.fields import FIELDS
 from policyd.policy import templates
-from policyd.policy.conditions import ConditionError, compile_condition
+from policyd.policy.conditions import ConditionError, compile_condition, negate
 from policyd.policy.messages import MESSAGE_VARIABLES
-from policyd.policy.model import Policy, RankKey, Rule, RuleTest, Scoring
+from policyd.policy.model import FIRST_MATCH_GROUPS, Policy, RankKey, Rule, RuleTest, Scoring
 from policyd.resources.manifests import SAFE_LOADER
 
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
@@ -102,6 +103,10 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
     effect = raw["effect"]
     if (effect == "score") != ("points" in raw):
         raise fail("points is required with effect score and allowed only there")
+    if (effect == "allow") != ("overrides" in raw):
+        raise fail("overrides is required with effect allow and allowed only there")
+    if "named" in raw and effect != "exclude":
+        raise fail("named is allowed only with effect exclude")
     for key in ("reason", "component", "model_value", "runtime_value"):
         try:
             templates.check(raw.get(key, ""), FIELDS)
@@ -133,7 +138,38 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
         tests=tuple(tests),
         source=source,
         line=line,
+        named=raw.get("named", "warn"),
+        overrides=tuple(raw.get("overrides", ())),
     )
+
+
+def _apply_allows(rules: list[Rule], whens: Mapping[str, Mapping[str, Any]]) -> list[Rule]:
+    """Each rule an allow rule overrides, with "and not the allow rule's condition" added."""
+    by_id = {r.id: r for r in rules}
+    waivers: dict[str, list[Rule]] = {}
+    for allow in (r for r in rules if r.effect == "allow"):
+        for target_id in allow.overrides:
+            target = by_id.get(target_id)
+            if target is None:
+                reason = f"overrides unknown rule {target_id}"
+            elif target.effect not in FIRST_MATCH_GROUPS:
+                reason = (
+                    f"overrides {target_id}, whose effect {target.effect} cannot be overridden (exclude, reject, skip)"
+                )
+            elif allow.applies_to == "entry" and target.applies_to == "runtime":
+                reason = f"applies_to entry but overrides {target_id}, which applies to runtime"
+            else:
+                waivers.setdefault(target_id, []).append(allow)
+                continue
+            raise RuleFileError(allow.source, reason, allow.id, allow.line)
+    out = []
+    for rule in rules:
+        if rule.id in waivers:
+            when = {"all": [whens[rule.id], *(negate(whens[a.id]) for a in waivers[rule.id])]}
+            condition, used = compile_condition(when)
+            rule = dataclasses.replace(rule, condition=condition, fields=used)
+        out.append(rule)
+    return out
 
 
 def _settings(
@@ -172,6 +208,7 @@ def load_policy(directory: Path) -> Policy:
     if not directory.is_dir():
         raise RuleFileError(str(directory), "rules directory does not exist")
     rules: list[Rule] = []
+    whens: dict[str, Mapping[str, Any]] = {}
     settings: dict[str, tuple[str, Any]] = {}
     digest = hashlib.sha256()
     files = rule_files(directory)
@@ -182,6 +219,7 @@ def load_policy(directory: Path) -> Policy:
         digest.update(path.name.encode() + b"\0" + text.encode() + b"\0")
         for i, raw in enumerate(doc.get("rules", [])):
             rules.append(_rule(raw, str(path), lines[i] if i < len(lines) else 0))
+            whens.setdefault(raw["id"], raw["when"])
         for key in ("messages", "scoring", "ranking"):
             if key in doc:
                 if key in settings and key != "messages":
@@ -205,6 +243,7 @@ def load_policy(directory: Path) -> Policy:
             other = orders[(rule.group, rule.order)]
             raise RuleFileError(rule.source, f"order {rule.order} is also used by rule {other.id}", rule.id, rule.line)
         orders[(rule.group, rule.order)] = rule
+    rules = _apply_allows(rules, whens)
     messages, scoring, ranking = _settings(settings, directory)
     return Policy(
         revision=digest.hexdigest()[:12],

@@ -22,6 +22,8 @@ MESSAGE_VARIABLES: dict[str, tuple[str, ...]] = {
     "runtime_not_found": ("runtime_name", "namespace"),
     "runtime_not_found_condition": ("runtime_name", "namespace"),
     "runtime_disabled": ("runtime_name",),
+    # a named runtime whose compatibility rule rejects it (named: reject), e.g. its engine cannot start
+    "named_refused": ("runtime_name", "model_name", "reason"),
     "model_not_found": ("model_name", "model_kind", "namespace"),
     "model_disabled": ("model_name",),
     "model_sharded": ("model_name",),

@@ -6,12 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-EFFECTS = ("exclude", "reject", "skip", "advise", "score")
+EFFECTS = ("exclude", "reject", "skip", "advise", "score", "allow")
 # exclude: the runtime does not declare support (not compatible, not selectable, listed as excluded)
 # reject:  not selectable, listed as excluded, compatibility judged apart (e.g. disabled)
 # skip:    not selectable and not listed (e.g. no autoSelect entry)
 # advise:  adds an advisory, no other effect
 # score:   adds ``points`` to the runtime's score
+# allow:   waives the rules it ``overrides`` where its condition holds (their conditions
+#          get "and not this one" at load time); it never fires itself
 FIRST_MATCH_GROUPS = {"exclude": "compat", "reject": "select", "skip": "select"}
 
 
@@ -39,6 +41,10 @@ class Rule:
     tests: tuple[RuleTest, ...]
     source: str
     line: int
+    # exclude only: what Resolve does with a runtime named explicitly: OME's warning and
+    # event (warn), or a rejection (reject) for a runtime that cannot start at all
+    named: str = "warn"
+    overrides: tuple[str, ...] = ()  # allow only: the rules it waives
 
     @property
     def group(self) -> str:
