@@ -119,15 +119,13 @@ def _runtime_only_facts(runtime: ServingRuntime) -> Record:
 
 
 def runtime_facts(subject: Subject, runtime: ServingRuntime) -> Record:
-    """Fields about one runtime for this request."""
+    """Fields about one runtime for this request, besides its intrinsic ones."""
     rng = runtime.size_range
     size = subject.model.size
     requested_class = subject.isvc.accelerator_class if subject.isvc else ""
     return {
-        **_intrinsic_facts(runtime),
         "accelerator_class_listed": not requested_class or requested_class in (runtime.accelerator_classes or ()),
         "size_in_range": rng is None or size is None or rng.min <= size <= rng.max,
-        **diffusers_backend.engine_facts(runtime, subject.isvc),
     }
 
 
@@ -189,8 +187,16 @@ def entry_facts(model: BaseModel, entry: Entry | None, defaults: Defaults) -> Re
 
 def records(subject: Subject, subject_record: Record, runtime: ServingRuntime, defaults: Defaults) -> list[Record]:
     """One record per entry of ``runtime`` (one with entry_index -1 when it has none)."""
-    base = {**subject_record, **runtime_facts(subject, runtime)}
+    base = {
+        **subject_record,
+        **_intrinsic_facts(runtime),
+        **runtime_facts(subject, runtime),
+        **diffusers_backend.engine_facts(runtime, subject.isvc),
+    }
     entries: tuple[Entry | None, ...] = runtime.entries or (None,)
     key = (subject.model.digest, runtime.digest, defaults)
     per_entry = _memo(_ENTRIES, key, lambda: [entry_facts(subject.model, e, defaults) for e in entries])
+    if len(per_entry) == 1:  # most runtimes: no second copy of the record
+        base.update(per_entry[0])
+        return [base]
     return [{**base, **facts} for facts in per_entry]

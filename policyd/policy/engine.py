@@ -14,6 +14,7 @@ by those fields for the life of the revision.
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,9 @@ class RuleEngine:
         self._by_id = {r.id: r for r in self.rules}
         self._fields = sorted(frozenset().union(*(r.fields for r in self.rules))) if self.rules else []
         self._lists = {f for f in self._fields if FIELDS[f].type == LIST}
+        # a memo key is every tested field's value, read in one C call (lists made hashable)
+        self._values = operator.itemgetter(*self._fields) if len(self._fields) > 1 else None
+        self._list_at = [i for i, f in enumerate(self._fields) if f in self._lists]
         groups: dict[str, list[Rule]] = {}
         for rule in sorted(self.rules, key=lambda r: r.order):
             groups.setdefault(rule.group, []).append(rule)
@@ -90,7 +94,15 @@ class RuleEngine:
         self._hits[(message["_i"], group)] = rule_id
 
     def _key(self, record: Mapping[str, Any]) -> tuple[Any, ...]:
-        return tuple(tuple(record[f]) if f in self._lists else record[f] for f in self._fields)
+        if self._values is None:  # one field or none: itemgetter would not return a tuple
+            return tuple(tuple(record[f]) if f in self._lists else record[f] for f in self._fields)
+        values: tuple[Any, ...] = self._values(record)
+        if not self._list_at:
+            return values
+        out = list(values)
+        for i in self._list_at:
+            out[i] = tuple(out[i])
+        return tuple(out)
 
     def _event(self, index: int, record: Mapping[str, Any]) -> dict[str, Any]:
         event: dict[str, Any] = {"_i": index}
