@@ -35,15 +35,7 @@ def _shadowed(config: BackendConfig) -> list[str]:
     kwargs = config.call_kwargs
     if not isinstance(kwargs, Mapping):
         return []
-    return [
-        k
-        for k in kwargs
-        if k in omni.SAMPLING_ALWAYS
-        or k in omni.SET_LAST
-        or k in omni.PROMPT_ALWAYS
-        or k in config.default_sampling_keys
-        or omni.PER_PROMPT.match(k)
-    ]
+    return [k for k in kwargs if omni.call_kwarg_shadow(str(k), config.default_sampling_keys)[0] == omni.ALWAYS]
 
 
 def _config_facts(config: BackendConfig) -> Record:

@@ -125,12 +125,35 @@ SAMPLING_WHEN_SET = frozenset(
         "mask_search_final_result_neg", "output",
     }
 )  # fmt: skip
-# _build_call_kwargs: set after everything else (output_type always has the server's default)
-SET_LAST = ("output_type", "generator")
+# _build_call_kwargs: output_type (which always has the server's default), num_*_per_prompt and
+# generator are set after everything else
 PER_PROMPT = re.compile(r"num_[a-z]+_per_prompt")
 # _extract_input: the prompt always comes from the request; a request's negative prompt wins
 PROMPT_ALWAYS = ("prompt",)
 PROMPT_WHEN_SET = ("negative_prompt",)
+
+
+ALWAYS, WHEN_SET, NEVER = "always", "when the request sets it", "never"
+
+
+def call_kwarg_shadow(key: str, default_sampling_keys: frozenset[str] = frozenset()) -> tuple[str, str]:
+    """Whether request-time values override a diffusers_call_kwargs key (always, when the
+    request sets it, never), and what overrides it."""
+    if key in PROMPT_ALWAYS:
+        return ALWAYS, "the request's prompt"
+    if key == "output_type":
+        return ALWAYS, "the request's output_type, else the server's"
+    if key == "generator":
+        return ALWAYS, "a generator seeded from the request"
+    if PER_PROMPT.match(key):
+        return ALWAYS, "the request's num_outputs_per_prompt"
+    if key in default_sampling_keys:
+        return ALWAYS, "--default-sampling-params"
+    if key in SAMPLING_ALWAYS:
+        return ALWAYS, f"the request's {key} (it has a default)"
+    if key in PROMPT_WHEN_SET or key in SAMPLING_WHEN_SET:
+        return WHEN_SET, f"the request's {key}"
+    return NEVER, ""
 
 
 def platform(resources: frozenset[str]) -> str:

@@ -20,6 +20,7 @@ from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 from policyd.decision.admission import runtime_refusals
+from policyd.decision.diffusers_effective import effective_backend
 from policyd.decision.effective import effective_modes
 from policyd.decision.explain import explain_isvc, explain_model
 from policyd.decision.resolve import LOOKUPS, lookup, resolve
@@ -237,6 +238,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 ranking = select(catalog, isvc, revision).ranking
             runtime = ranking[0].runtime if ranking else None
         result = effective_modes(isvc, runtime, revision.policy.messages)
+        backend = effective_backend(catalog, isvc, runtime, revision)
         return pb.EffectiveResponse(
             runtime=runtime.meta.name if runtime else "",
             runtime_kind=runtime.kind if runtime else "",
@@ -251,6 +253,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             ],
             errors=[r for e in result.errors if (r := responses.rejection(e)) is not None],
             revisions=self._revisions(revision, catalog),
+            diffusers_backend=responses.diffusers_backend(backend),
         )
 
     def InspectModel(self, request: pb.InspectModelRequest, context: grpc.ServicerContext) -> pb.InspectModelResponse:
