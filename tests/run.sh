@@ -18,6 +18,7 @@ echo "== buf";    buf lint
 echo "== rules";  policyctl rules test rules
 echo "== conformance"
 policyctl conformance "$SHARED/conformance/cases/select" "$SHARED/conformance/cases/explain" \
-  "$SHARED/conformance/cases/resolve" "$SHARED/conformance/cases/inspect" "$SHARED/conformance/cases/render"
+  "$SHARED/conformance/cases/resolve" "$SHARED/conformance/cases/inspect" "$SHARED/conformance/cases/render" \
+  "$SHARED/conformance/cases/diffusers-backend" tests/conformance-cases
 echo "== pytest"
 pytest -p no:cacheprovider
