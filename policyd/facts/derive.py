@@ -20,7 +20,7 @@ T = TypeVar("T")
 # Facts that depend only on manifests' content, by the digests of those manifests: the
 # same runtime (and model) yields the same facts on every request.
 _MEMO_LIMIT = 50_000
-_INTRINSIC: dict[str, Record] = {}
+_TEMPLATES: dict[tuple[str, str], Record] = {}
 _ENTRIES: dict[tuple[str, str, Defaults], list[Record]] = {}
 _TAG = re.compile(r":(?P<tag>[\w][\w.-]{0,127})$")
 
@@ -92,9 +92,22 @@ def _memo(cache: dict[Any, T], key: Any, compute: Callable[[], T]) -> T:
     return hit
 
 
-def _intrinsic_facts(runtime: ServingRuntime) -> Record:
-    """Fields that depend on the runtime alone."""
-    return _memo(_INTRINSIC, runtime.digest, lambda: _runtime_only_facts(runtime))
+def _template(subject: Subject, subject_record: Record, runtime: ServingRuntime) -> Record:
+    """A record of every field for one runtime: its own facts (and its engine's, as the
+    InferenceService runs it) with the request's and the entry's fields in place to be
+    overwritten, so that a record is a copy and overwrites — never a dict that grows."""
+    key = (runtime.digest, diffusers_backend.engine_key(subject.isvc))
+    return _memo(
+        _TEMPLATES,
+        key,
+        lambda: {
+            **subject_record,
+            **_runtime_only_facts(runtime),
+            **runtime_facts(subject, runtime),
+            **diffusers_backend.engine_facts(runtime, subject.isvc),
+            **_NO_ENTRY,
+        },
+    )
 
 
 def _runtime_only_facts(runtime: ServingRuntime) -> Record:
@@ -137,30 +150,34 @@ def _version_match(model: VersionedName | None, entry: VersionedName) -> bool:
     return version_satisfies(model.parsed, entry.parsed, entry.operator)
 
 
+# an entry's fields for a runtime without supportedModelFormats
+_NO_ENTRY: Record = {
+    "entry_index": -1,
+    "entry_auto_select": False,
+    "entry_format_name": "",
+    "entry_format_version": "",
+    "entry_framework_name": "",
+    "entry_framework_version": "",
+    "entry_architecture": "",
+    "entry_quantization": "",
+    "format_name_match": False,
+    "format_version_match": False,
+    "framework_name_match": False,
+    "framework_version_match": False,
+    "pipeline_mismatch": "",
+    "pipeline_component": "",
+    "pipeline_model_value": "",
+    "pipeline_runtime_value": "",
+    "format_weight": 0,
+    "framework_weight": 0,
+    "priority": 0,
+}
+
+
 def entry_facts(model: BaseModel, entry: Entry | None, defaults: Defaults) -> Record:
     """Fields about one supportedModelFormats entry against the model."""
     if entry is None:
-        return {
-            "entry_index": -1,
-            "entry_auto_select": False,
-            "entry_format_name": "",
-            "entry_format_version": "",
-            "entry_framework_name": "",
-            "entry_framework_version": "",
-            "entry_architecture": "",
-            "entry_quantization": "",
-            "format_name_match": False,
-            "format_version_match": False,
-            "framework_name_match": False,
-            "framework_version_match": False,
-            "pipeline_mismatch": "",
-            "pipeline_component": "",
-            "pipeline_model_value": "",
-            "pipeline_runtime_value": "",
-            "format_weight": 0,
-            "framework_weight": 0,
-            "priority": 0,
-        }
+        return dict(_NO_ENTRY)
     mismatch = first_mismatch(model.pipeline, entry.pipeline)
     return {
         "entry_index": entry.index,
@@ -187,16 +204,16 @@ def entry_facts(model: BaseModel, entry: Entry | None, defaults: Defaults) -> Re
 
 def records(subject: Subject, subject_record: Record, runtime: ServingRuntime, defaults: Defaults) -> list[Record]:
     """One record per entry of ``runtime`` (one with entry_index -1 when it has none)."""
-    base = {
-        **subject_record,
-        **_intrinsic_facts(runtime),
-        **runtime_facts(subject, runtime),
-        **diffusers_backend.engine_facts(runtime, subject.isvc),
-    }
+    template = _template(subject, subject_record, runtime)
+    request = runtime_facts(subject, runtime)
     entries: tuple[Entry | None, ...] = runtime.entries or (None,)
     key = (subject.model.digest, runtime.digest, defaults)
     per_entry = _memo(_ENTRIES, key, lambda: [entry_facts(subject.model, e, defaults) for e in entries])
-    if len(per_entry) == 1:  # most runtimes: no second copy of the record
-        base.update(per_entry[0])
-        return [base]
-    return [{**base, **facts} for facts in per_entry]
+    out = []
+    for facts in per_entry:
+        record = template.copy()
+        record.update(subject_record)
+        record.update(request)
+        record.update(facts)
+        out.append(record)
+    return out
