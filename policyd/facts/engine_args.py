@@ -2,7 +2,8 @@
 
 The command line is the merged runner's ``command`` followed by its ``args``, with
 Kubernetes' ``$(VAR)`` references filled in from literal env values. ``vllm serve`` is
-found there directly, through ``python -m vllm.entrypoints.cli.main serve``, inside a
+found there directly, through ``python -m vllm.entrypoints.cli.main serve`` (or
+vllm_omni's), inside a
 ``sh -c`` script, or — for a runner without a command, whose image supplies the entry
 point — in ``args`` that pass ``--omni``.
 
@@ -30,7 +31,7 @@ from policyd.semantics.runner_merge import Runner
 
 _SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 _SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", "&"})
-_CLI_MODULE = "vllm.entrypoints.cli.main"
+_CLI_MODULES = ("vllm.entrypoints.cli.main", "vllm_omni.entrypoints.cli.main")
 
 
 def _json_or_text(value: str) -> Any:
@@ -123,7 +124,7 @@ def _after_serve(tokens: Sequence[str]) -> list[str] | None:
     for i, token in enumerate(tokens):
         if PurePosixPath(token).name == "vllm" and i + 1 < len(tokens) and tokens[i + 1] == "serve":
             start = i + 2
-        elif token == "-m" and tokens[i + 1 : i + 3] == [_CLI_MODULE, "serve"]:
+        elif token == "-m" and tokens[i + 2 : i + 3] == ["serve"] and tokens[i + 1] in _CLI_MODULES:
             start = i + 3
         else:
             continue

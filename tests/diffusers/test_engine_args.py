@@ -180,6 +180,7 @@ def test_the_platform_comes_from_the_runners_accelerator_resources() -> None:
         (["vllm", "serve", "m", "--omni"], [], ["m", "--omni"]),
         (["/usr/local/bin/vllm"], ["serve", "m", "--omni"], ["m", "--omni"]),
         (["python3", "-m", "vllm.entrypoints.cli.main", "serve", "m"], [], ["m"]),
+        (["python", "-m", "vllm_omni.entrypoints.cli.main"], ["serve", "m"], ["m"]),
         (
             ["sh", "-c", "exec vllm serve m --omni --cfg-parallel-size 2 && echo done"],
             [],
