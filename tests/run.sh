@@ -19,7 +19,7 @@ echo "== rules";  policyctl rules test rules
 echo "== conformance"
 policyctl conformance "$SHARED/conformance/cases/select" "$SHARED/conformance/cases/explain" \
   "$SHARED/conformance/cases/resolve" "$SHARED/conformance/cases/inspect" "$SHARED/conformance/cases/render" \
-  tests/conformance-cases
+  "$SHARED/conformance/cases/diffusers-backend" tests/conformance-cases
 echo "== cluster"; bash tests/cluster/build.sh  # kube-apiserver and etcd, built once per pin
 echo "== pytest"
 pytest -p no:cacheprovider

@@ -119,7 +119,45 @@ def effective(args: argparse.Namespace) -> int:
     print(table(("COMPONENT", "MODE", "SET BY"), [(c.component, c.mode, c.source) for c in reply.components]))
     for error in reply.errors:
         print(f"error: {error.field}: {error.message}")
+    if reply.HasField("diffusers_backend"):
+        print()
+        print(diffusers_backend_text(reply.diffusers_backend))
     return 1 if reply.errors else 0
+
+
+def diffusers_backend_text(backend: pb.DiffusersBackend) -> str:
+    """The diffusers backend section of ``policyctl effective``."""
+    lines = [f"DIFFUSERS BACKEND   pipeline {backend.pipeline_class or '<unknown>'}"]
+    if backend.HasField("refusal"):
+        lines.append(f"REFUSED: {backend.refusal.message}")
+    lines += ["", "from_pretrained()"]
+    rows = [(k.key, k.value, k.source, k.overrides) for k in backend.from_pretrained]
+    lines.append(table(("KWARG", "VALUE", "FROM", "OVERRIDES"), rows))
+    lines += ["", "__call__() kwargs, merged in this order (later wins):"]
+    lines += [f"  {i}. {step}" for i, step in enumerate(backend.call_merge_order, start=1)]
+    if backend.call_kwargs:
+        rows = [(c.key, c.value, c.shadowed, c.shadowed_by) for c in backend.call_kwargs]
+        lines.append(table(("CALL KWARG", "VALUE", "REQUEST OVERRIDES", "BY"), rows))
+    q = backend.quantization
+    detail = {
+        "translated": f"{q.flag} {q.method} → TorchAO {q.config} on {', '.join(q.components) or '<no component>'}",
+        "native": q.config,
+        "refused": f"{q.flag} {q.method}" + (f": {q.message}" if q.message else ""),
+        "unknown": f"{q.flag}: the config names no method",
+    }.get(q.path, "")
+    lines += ["", f"quantization: {q.path}" + (f" ({detail})" if detail else "")]
+    a = backend.attention
+    tried = ", ".join(a.attempts)
+    asked = f"{a.requested} ({a.source})" if a.requested else "platform default"
+    if a.applied:
+        lines.append(f"attention: {asked} on {a.platform}: tries {tried}, then {a.fallback} (SDPA)")
+    else:
+        lines.append(f"attention: {asked}: not set (the pipeline has no transformer)")
+    if a.ignored_roles:
+        lines.append(f"  per-role settings ignored: {', '.join(a.ignored_roles)}")
+    lines += [f"after loading: {step}" for step in backend.post_load]
+    lines += [f"advice: {r.message}" for r in backend.advisories]
+    return "\n".join(lines)
 
 
 def render(args: argparse.Namespace) -> int:

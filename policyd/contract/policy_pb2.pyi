@@ -573,6 +573,7 @@ class EffectiveResponse(_message.Message):
     COMPONENTS_FIELD_NUMBER: _builtins.int
     ERRORS_FIELD_NUMBER: _builtins.int
     REVISIONS_FIELD_NUMBER: _builtins.int
+    DIFFUSERS_BACKEND_FIELD_NUMBER: _builtins.int
     runtime: _builtins.str
     runtime_kind: _builtins.str
     @_builtins.property
@@ -583,6 +584,10 @@ class EffectiveResponse(_message.Message):
 
     @_builtins.property
     def revisions(self) -> Global___Revisions: ...
+    @_builtins.property
+    def diffusers_backend(self) -> Global___DiffusersBackend:
+        """Set when the runtime's engine runs vLLM-Omni with --diffusion-load-format diffusers."""
+
     def __init__(
         self,
         *,
@@ -591,14 +596,236 @@ class EffectiveResponse(_message.Message):
         components: _abc.Iterable[Global___ComponentMode] | None = ...,
         errors: _abc.Iterable[Global___Rejection] | None = ...,
         revisions: Global___Revisions | None = ...,
+        diffusers_backend: Global___DiffusersBackend | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["revisions", b"revisions"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["diffusers_backend", b"diffusers_backend", "revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["components", b"components", "errors", b"errors", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["components", b"components", "diffusers_backend", b"diffusers_backend", "errors", b"errors", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___EffectiveResponse: _TypeAlias = EffectiveResponse  # noqa: Y015
+
+@_typing.final
+class DiffusersBackend(_message.Message):
+    """What takes effect in an engine that runs vLLM-Omni's diffusers backend, from its
+    merged command line (the runtime's runner with the InferenceService's on top).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PIPELINE_CLASS_FIELD_NUMBER: _builtins.int
+    FROM_PRETRAINED_FIELD_NUMBER: _builtins.int
+    CALL_MERGE_ORDER_FIELD_NUMBER: _builtins.int
+    CALL_KWARGS_FIELD_NUMBER: _builtins.int
+    QUANTIZATION_FIELD_NUMBER: _builtins.int
+    ATTENTION_FIELD_NUMBER: _builtins.int
+    POST_LOAD_FIELD_NUMBER: _builtins.int
+    REFUSAL_FIELD_NUMBER: _builtins.int
+    ADVISORIES_FIELD_NUMBER: _builtins.int
+    pipeline_class: _builtins.str
+    """The pipeline class the backend loads (the model's diffusionPipeline.className)."""
+    @_builtins.property
+    def from_pretrained(self) -> _containers.RepeatedCompositeFieldContainer[Global___BackendKwarg]:
+        """The keyword arguments of DiffusionPipeline.from_pretrained(), in order."""
+
+    @_builtins.property
+    def call_merge_order(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """How pipeline.__call__() kwargs are merged, first to last: later ones win."""
+
+    @_builtins.property
+    def call_kwargs(self) -> _containers.RepeatedCompositeFieldContainer[Global___CallKwarg]:
+        """Each --diffusers-call-kwargs key, and whether request-time values shadow it."""
+
+    @_builtins.property
+    def quantization(self) -> Global___DiffusersQuantization: ...
+    @_builtins.property
+    def attention(self) -> Global___DiffusersAttention: ...
+    @_builtins.property
+    def post_load(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """What the backend changes after loading, and request-time limits that follow."""
+
+    @_builtins.property
+    def refusal(self) -> Global___Reason:
+        """The backend's refusal of this configuration (from the rules); unset when it starts."""
+
+    @_builtins.property
+    def advisories(self) -> _containers.RepeatedCompositeFieldContainer[Global___Reason]:
+        """Advisories from rules with effect advise: what the backend degrades silently."""
+
+    def __init__(
+        self,
+        *,
+        pipeline_class: _builtins.str = ...,
+        from_pretrained: _abc.Iterable[Global___BackendKwarg] | None = ...,
+        call_merge_order: _abc.Iterable[_builtins.str] | None = ...,
+        call_kwargs: _abc.Iterable[Global___CallKwarg] | None = ...,
+        quantization: Global___DiffusersQuantization | None = ...,
+        attention: Global___DiffusersAttention | None = ...,
+        post_load: _abc.Iterable[_builtins.str] | None = ...,
+        refusal: Global___Reason | None = ...,
+        advisories: _abc.Iterable[Global___Reason] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["attention", b"attention", "quantization", b"quantization", "refusal", b"refusal"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["advisories", b"advisories", "attention", b"attention", "call_kwargs", b"call_kwargs", "call_merge_order", b"call_merge_order", "from_pretrained", b"from_pretrained", "pipeline_class", b"pipeline_class", "post_load", b"post_load", "quantization", b"quantization", "refusal", b"refusal"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffusersBackend: _TypeAlias = DiffusersBackend  # noqa: Y015
+
+@_typing.final
+class BackendKwarg(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    value: _builtins.str
+    """The value as JSON text, or the Python object the adapter builds (torch.bfloat16, ...)."""
+    source: _builtins.str
+    """Where it came from: --dtype, diffusers_load_kwargs, --boundary-ratio (Wan), the quantization shortcut."""
+    overrides: _builtins.str
+    """The value and source it replaced, when another source set the key first."""
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        value: _builtins.str = ...,
+        source: _builtins.str = ...,
+        overrides: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "overrides", b"overrides", "source", b"source", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BackendKwarg: _TypeAlias = BackendKwarg  # noqa: Y015
+
+@_typing.final
+class CallKwarg(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    SHADOWED_FIELD_NUMBER: _builtins.int
+    SHADOWED_BY_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    value: _builtins.str
+    """The value as JSON text."""
+    shadowed: _builtins.str
+    """Whether request-time values override it: always, when the request sets it, never."""
+    shadowed_by: _builtins.str
+    """What overrides it."""
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        value: _builtins.str = ...,
+        shadowed: _builtins.str = ...,
+        shadowed_by: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "shadowed", b"shadowed", "shadowed_by", b"shadowed_by", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CallKwarg: _TypeAlias = CallKwarg  # noqa: Y015
+
+@_typing.final
+class DiffusersQuantization(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    FLAG_FIELD_NUMBER: _builtins.int
+    METHOD_FIELD_NUMBER: _builtins.int
+    CONFIG_FIELD_NUMBER: _builtins.int
+    COMPONENTS_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """none, native (the load kwargs' quantization_config), translated (the fp8/int8 shortcut to
+    TorchAO), refused, or unknown (a config that names no method).
+    """
+    flag: _builtins.str
+    """The flag that gives the vLLM-Omni quantization config."""
+    method: _builtins.str
+    config: _builtins.str
+    """translated: the TorchAO config class; native: the Diffusers config the load kwargs build."""
+    message: _builtins.str
+    """refused: the backend's message."""
+    @_builtins.property
+    def components(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """translated: the pipeline components it quantizes."""
+
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        flag: _builtins.str = ...,
+        method: _builtins.str = ...,
+        config: _builtins.str = ...,
+        components: _abc.Iterable[_builtins.str] | None = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["components", b"components", "config", b"config", "flag", b"flag", "message", b"message", "method", b"method", "path", b"path"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffusersQuantization: _TypeAlias = DiffusersQuantization  # noqa: Y015
+
+@_typing.final
+class DiffusersAttention(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUESTED_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    PLATFORM_FIELD_NUMBER: _builtins.int
+    ATTEMPTS_FIELD_NUMBER: _builtins.int
+    FALLBACK_FIELD_NUMBER: _builtins.int
+    IGNORED_ROLES_FIELD_NUMBER: _builtins.int
+    APPLIED_FIELD_NUMBER: _builtins.int
+    requested: _builtins.str
+    """The vLLM-Omni attention backend asked for; empty for the platform default."""
+    source: _builtins.str
+    """The flag or environment variable that asked for it."""
+    platform: _builtins.str
+    """The platform the attempts are for (cuda, rocm, xpu, musa), from the runner's resources."""
+    fallback: _builtins.str
+    """What the adapter falls back to when every attempt fails."""
+    applied: _builtins.bool
+    """False when the pipeline has no transformer: the adapter sets no attention backend."""
+    @_builtins.property
+    def attempts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The diffusers attention backends tried, in order."""
+
+    @_builtins.property
+    def ignored_roles(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Per-role attention settings the adapter ignores."""
+
+    def __init__(
+        self,
+        *,
+        requested: _builtins.str = ...,
+        source: _builtins.str = ...,
+        platform: _builtins.str = ...,
+        attempts: _abc.Iterable[_builtins.str] | None = ...,
+        fallback: _builtins.str = ...,
+        ignored_roles: _abc.Iterable[_builtins.str] | None = ...,
+        applied: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["applied", b"applied", "attempts", b"attempts", "fallback", b"fallback", "ignored_roles", b"ignored_roles", "platform", b"platform", "requested", b"requested", "source", b"source"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffusersAttention: _TypeAlias = DiffusersAttention  # noqa: Y015
 
 @_typing.final
 class InspectModelRequest(_message.Message):

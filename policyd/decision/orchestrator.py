@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from policyd.catalog.snapshot import Catalog, make_key
+from policyd.decision.diffusers_effective import DiffusersEffective, backend_effective
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import rank
 from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict, refusal, rule_reason, runtime_checks
@@ -21,6 +22,7 @@ from policyd.facts.derive import (
     runtime_record,
     subject_record,
 )
+from policyd.facts.diffusers_backend import config_for
 from policyd.facts.fields import COMPONENT, ENTRY, MODEL, REQUEST, RUNTIME, neutral_record
 from policyd.policy import templates
 from policyd.policy.engine import Fired
@@ -74,6 +76,7 @@ class Effective:
     runtime: ServingRuntime | None
     modes: tuple[ComponentMode, ...]
     errors: tuple[Refusal, ...]
+    backend: DiffusersEffective | None = None  # when the engine runs vLLM-Omni's diffusers backend
 
 
 # -- facts ------------------------------------------------------------------------------------
@@ -313,7 +316,21 @@ def effective(catalog: Catalog, isvc: InferenceService, revision: Revision, mode
                 str(rec["component_name"]), str(rec["component_mode"]), str(rec["component_mode_source"]), error
             )
         )
-    return Effective(runtime, tuple(modes), tuple(errors))
+    backend = _backend(revision, subject, base, runtime, isvc.runtime is not None) if runtime else None
+    return Effective(runtime, tuple(modes), tuple(errors), backend)
+
+
+def _backend(
+    revision: Revision, subject: Subject, base: Record, runtime: ServingRuntime, named: bool
+) -> DiffusersEffective | None:
+    """What takes effect in the runtime's engine, when it runs the diffusers backend."""
+    config = config_for(runtime, subject.isvc)
+    if config is None or not config.diffusers:
+        return None
+    verdict = _judge(revision, subject, base, [runtime], named)[0] if subject.model else None
+    check = verdict.when_named("reject") if verdict else None
+    advisories = verdict.advisories if verdict else ()
+    return backend_effective(config, subject.model, check.reason() if check else None, advisories)
 
 
 def catalog_refusals(revision: Revision, runtime: ServingRuntime) -> list[Refusal]:

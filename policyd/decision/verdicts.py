@@ -193,15 +193,18 @@ class RuntimeVerdict:
         check = self.when_named("reject")
         if check is None:
             return None
-        if check.rule is not None:
+        kind = self.policy.kinds[check.kind]
+        if check.rule is not None and (check.rule.refusal or not kind.refusal):
             return refusal(self.policy, check.rule, self.record, named=True)
-        message = check.reason().message
+        reason = check.reason().message
+        message = templates.render(kind.refusal, {**self.record, "reason": reason}) if kind.refusal else reason
+        rule_id = check.rule.id if check.rule else check.group.id if check.group else ""
         return Refusal(
             kind=check.kind,
             message=message,
             field="spec.runtime.name",
-            condition_reason=self.policy.kinds[check.kind].condition_reason,
+            condition_reason=kind.condition_reason,
             condition_message=message,
-            rule_id=check.group.id if check.group else "",
+            rule_id=rule_id,
             order=check.order,
         )

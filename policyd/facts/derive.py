@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from policyd.facts import diffusers_backend
+from policyd.facts.fields import MODEL, fields_of
 from policyd.policy.model import Scoring
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ModelRef, ServingRuntime, VersionedName
 from policyd.semantics.format_label import format_label
@@ -88,7 +90,9 @@ def _request_facts(isvc: InferenceService | None, subject: Subject) -> Record:
 
 
 def _model_facts(model: BaseModel | None, ref: ModelRef | None) -> Record:
+    extensions = diffusers_backend.model_facts(model) if model else _NO_MODEL
     return {
+        **extensions,
         "model_found": model is not None,
         "model_name": model.meta.name if model else ref.name if ref else "",
         "model_kind": model.kind if model else ref.kind if ref else "",
@@ -109,6 +113,10 @@ def _model_facts(model: BaseModel | None, ref: ModelRef | None) -> Record:
         "model_architecture": model.architecture if model else "",
         "model_quantization": model.quantization if model else "",
     }
+
+
+# model facts of a request without a model (besides the ones _model_facts sets itself): neutral
+_NO_MODEL: Record = {name: spec.neutral_value for name, spec in fields_of(MODEL).items()}
 
 
 def subject_record(subject: Subject) -> Record:
@@ -157,6 +165,7 @@ def runtime_record(
     return {
         **base,
         **intrinsic_facts(runtime),
+        **diffusers_backend.engine_facts(runtime, subject.isvc),
         "runtime_named": named,
         "accelerator_class_listed": all(c in listed for c in requested),
         "size_in_range": rng is None or size is None or rng.min <= size <= rng.max,

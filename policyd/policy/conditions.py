@@ -87,3 +87,36 @@ def compile_condition(when: Mapping[str, Any]) -> tuple[dict[str, Any], frozense
         return terms[0] if len(terms) == 1 else {"$and": terms}
 
     return build(when), frozenset(used)
+
+
+_OPPOSITE = {
+    "eq": "ne",
+    "ne": "eq",
+    "lt": "gte",
+    "gte": "lt",
+    "lte": "gt",
+    "gt": "lte",
+    "in": "not_in",
+    "not_in": "in",
+    "contains": "not_contains",
+    "not_contains": "contains",
+}
+
+
+def negate(when: Mapping[str, Any]) -> dict[str, Any]:
+    """The condition that holds exactly when ``when`` does not, in the same data form
+    (De Morgan over all/any, each comparison turned into its opposite)."""
+    terms: list[dict[str, Any]] = []
+    for key, spec in when.items():
+        if key == "all":
+            terms.append({"any": [negate(part) for part in spec]})
+        elif key == "any":
+            terms.append({"all": [negate(part) for part in spec]})
+        elif isinstance(spec, Mapping) and "fact" not in spec and len(spec) == 1:
+            op, value = next(iter(spec.items()))
+            if op not in _OPPOSITE:
+                raise ConditionError(f"{key}: unknown operator {op!r}")
+            terms.append({key: {_OPPOSITE[op]: value}})
+        else:
+            terms.append({key: {"ne": spec}})
+    return terms[0] if len(terms) == 1 else {"any": terms}

@@ -67,7 +67,8 @@ class _Scope:
 
 class RuleEngine:
     def __init__(self, rules: Sequence[Rule]) -> None:
-        self.rules = tuple(rules)
+        # allow rules act through the conditions of the rules they override
+        self.rules = tuple(r for r in rules if r.effect != "allow")
         self._by_id = {r.id: r for r in self.rules}
         self._scopes = {s: _Scope(s, [r for r in self.rules if r.applies_to == s]) for s in SCOPES}
         self._prefix = f"r{next(_ids)}"
@@ -88,8 +89,9 @@ class RuleEngine:
         self._host = _Host(definitions, self._fired)
 
     def _fired(self, action: str, message: Mapping[str, Any]) -> None:
-        if action != ANY:
-            self._hits.setdefault(message["_i"], []).append(action)
+        # a condition with alternatives ($or) may match one fact more than once
+        if action != ANY and action not in (hits := self._hits.setdefault(message["_i"], [])):
+            hits.append(action)
 
     def fields(self, scope: str) -> list[str]:
         """The fact fields the rules of ``scope`` test."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -16,9 +17,10 @@ import yaml
 
 from policyd.facts.fields import BOOL, ENTRY, FIELDS, RUNTIME, fields_of
 from policyd.policy import templates
-from policyd.policy.conditions import ConditionError, compile_condition
+from policyd.policy.conditions import ConditionError, compile_condition, negate
 from policyd.policy.messages import MESSAGE_VARIABLES
 from policyd.policy.model import (
+    DECIDING,
     KINDED,
     EntriesReason,
     Group,
@@ -38,8 +40,8 @@ SETTINGS = ("messages", "kinds", "scoring", "ranking", "selection")
 SCOPE_EFFECTS = {
     "request": ("refuse",),
     "model": ("refuse",),
-    "runtime": ("refuse", "exclude", "reject", "skip", "advise", "score"),
-    "entry": ("exclude", "advise", "score"),
+    "runtime": ("refuse", "exclude", "reject", "skip", "advise", "score", "allow"),
+    "entry": ("exclude", "advise", "score", "allow"),
     "component": ("refuse",),
 }
 
@@ -164,6 +166,8 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
             raise fail(f"a runtime refusal tests the runtime alone, not {', '.join(request_bound)}")
     if (effect == "score") != ("points" in raw):
         raise fail("points is required with effect score and allowed only there")
+    if (effect == "allow") != ("overrides" in raw):
+        raise fail("overrides is required with effect allow and allowed only there")
     if "kind" in raw and effect not in KINDED:
         raise fail(f"kind is declared only on rules that refuse, exclude or reject, not {effect}")
     _templates(
@@ -180,6 +184,7 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
         effect=effect,
         kind=raw.get("kind", ""),
         group=raw.get("group", ""),
+        when=raw["when"],
         condition=condition,
         fields=used,
         reason=raw["reason"],
@@ -192,6 +197,7 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
         runtime_value=raw.get("runtime_value", ""),
         advisory=raw.get("advisory", ""),
         points=raw.get("points", 0),
+        overrides=tuple(raw.get("overrides", ())),
         tests=_tests(raw, scope, fail),
         source=source,
         line=line,
@@ -307,7 +313,7 @@ def _settings(found: Found, directory: Path) -> _Settings:
         if key not in found:
             raise RuleFileError(str(directory), f"{key} is not declared in any rule file")
     kinds = {
-        name: Kind(name, k["when_named"], k["condition_reason"], k.get("event_reason", ""))
+        name: Kind(name, k["when_named"], k["condition_reason"], k.get("event_reason", ""), k.get("refusal", ""))
         for name, k in found["kinds"][1].items()
     }
     ranking = tuple(
@@ -371,6 +377,35 @@ def _link(rules: list[Rule], groups: list[Group], kinds: Mapping[str, Kind]) -> 
     return linked
 
 
+def _apply_allows(rules: Sequence[Rule]) -> list[Rule]:
+    """Each rule an allow rule overrides, with "and not the allow rule's condition" added to its own."""
+    by_id = {r.id: r for r in rules}
+    waivers: dict[str, list[Rule]] = {}
+    for allow in (r for r in rules if r.effect == "allow"):
+        for target_id in allow.overrides:
+            target = by_id.get(target_id)
+            if target is None:
+                reason = f"overrides unknown rule {target_id}"
+            elif target.effect not in DECIDING:
+                reason = f"overrides {target_id}, whose effect {target.effect} cannot be overridden"
+            elif not allow.fields <= set(fields_of(target.applies_to)):
+                reason = (
+                    f"applies to {allow.applies_to} but overrides {target_id}, which applies to {target.applies_to}"
+                )
+            else:
+                waivers.setdefault(target_id, []).append(allow)
+                continue
+            raise RuleFileError(allow.source, reason, allow.id, allow.line)
+    out = []
+    for rule in rules:
+        if rule.id in waivers:
+            when = {"all": [rule.when, *(negate(a.when) for a in waivers[rule.id])]}
+            condition, used = compile_condition(when)
+            rule = dataclasses.replace(rule, condition=condition, fields=used)
+        out.append(rule)
+    return out
+
+
 def _unique(rules: Sequence[Rule], groups: Sequence[Group]) -> None:
     ids: dict[str, str] = {}
     orders: dict[int, str] = {}
@@ -386,46 +421,61 @@ def _unique(rules: Sequence[Rule], groups: Sequence[Group]) -> None:
         orders[item.order] = item.id
 
 
-def load_policy(directory: Path, settings_from: Path | None = None) -> Policy:
-    """Read, validate and merge every rule file of ``directory`` (not its subdirectories).
-    Settings (messages, kinds, scoring, ranking, selection) the directory does not declare
-    come from ``settings_from`` when given — so a directory of extra rules can be tested alone."""
+@dataclass
+class _Read:
+    rules: list[Rule]
+    groups: list[Group]
+    found: Found
+    files: list[Path]
+
+
+def _read_directory(directory: Path, read: _Read, digest: Any) -> None:
     if not directory.is_dir():
         raise RuleFileError(str(directory), "rules directory does not exist")
     files = rule_files(directory)
     if not files:
         raise RuleFileError(str(directory), "no rule files (*.yaml) in the rules directory")
-    rules: list[Rule] = []
-    groups: list[Group] = []
-    found: Found = {}
-    digest = hashlib.sha256()
     for path in files:
         doc, lines, text = _read(path)
         digest.update(path.name.encode() + b"\0" + text.encode() + b"\0")
         at = lines.get("rules", [])
-        rules.extend(_rule(raw, str(path), at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("rules", [])))
+        read.rules.extend(
+            _rule(raw, str(path), at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("rules", []))
+        )
         at = lines.get("groups", [])
-        groups.extend(
+        read.groups.extend(
             _group(raw, str(path), at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("groups", []))
         )
-        _collect_settings(found, doc, path)
-    if settings_from is not None and any(key not in found for key in SETTINGS):
-        base: Found = {}
-        for path in rule_files(settings_from):
-            _collect_settings(base, _read(path)[0], path)
-        found = {**base, **found}
-    settings = _settings(found, directory)
-    _unique(rules, groups)
-    linked = _link(rules, groups, settings.kinds)
+        _collect_settings(read.found, doc, path)
+    read.files.extend(files)
+
+
+def declares_settings(directory: Path) -> bool:
+    """Whether the directory is a whole policy (it declares settings), not a set of extra rules."""
+    return any(key in (_read(path)[0]) for path in rule_files(directory) for key in SETTINGS)
+
+
+def load_policy(directory: Path, beside: Path | None = None) -> Policy:
+    """Read, validate and merge every rule file of ``directory`` (not its subdirectories).
+    With ``beside``, a directory that declares no settings is a set of extra rules: they
+    join the policy in ``beside`` (its rules and settings), as they would when copied there."""
+    read = _Read([], [], {}, [])
+    digest = hashlib.sha256()
+    if beside is not None and directory.is_dir() and not declares_settings(directory):
+        _read_directory(beside, read, digest)
+    _read_directory(directory, read, digest)
+    settings = _settings(read.found, directory)
+    _unique(read.rules, read.groups)
+    linked = _apply_allows(_link(read.rules, read.groups, settings.kinds))
     return Policy(
         revision=digest.hexdigest()[:12],
         rules=tuple(sorted(linked, key=lambda r: r.order)),
-        groups=tuple(sorted(groups, key=lambda g: g.order)),
+        groups=tuple(sorted(read.groups, key=lambda g: g.order)),
         kinds=settings.kinds,
         messages=settings.messages,
         scoring=settings.scoring,
         ranking=settings.ranking,
         listed=settings.listed,
         none_selectable=settings.none_selectable,
-        sources=tuple(str(p) for p in files),
+        sources=tuple(str(p) for p in read.files),
     )

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-EFFECTS = ("refuse", "exclude", "reject", "skip", "advise", "score")
+EFFECTS = ("refuse", "exclude", "reject", "skip", "advise", "score", "allow")
 # refuse:  the request is refused (request and model rules); a runtime rule refuses the runtime
 #          itself: the catalog does not take it, and a runtime that has it cannot be used
 # exclude: the runtime does not declare support (not compatible, not selectable)
@@ -14,6 +14,8 @@ EFFECTS = ("refuse", "exclude", "reject", "skip", "advise", "score")
 # skip:    not selectable, and not counted as an exclusion (e.g. no autoSelect entry)
 # advise:  adds an advisory, no other effect
 # score:   adds ``points`` to the score
+# allow:   waives the rules it ``overrides`` where its condition holds (their conditions get
+#          "and not this one" when loaded); it never fires itself
 DECIDING = frozenset({"refuse", "exclude", "reject", "skip"})  # effects that can make a runtime unselectable
 KINDED = frozenset({"refuse", "exclude", "reject"})  # effects whose refusals carry a kind
 
@@ -34,6 +36,7 @@ class Rule:
     effect: str
     kind: str  # for refuse / exclude / reject
     group: str  # the group the rule's reasons combine in, or empty
+    when: Mapping[str, Any]  # the condition as written (an allow rule's overrides extend it)
     condition: Mapping[str, Any]  # compiled durable-rules condition
     fields: frozenset[str]  # fact fields the condition tests
     reason: str
@@ -46,6 +49,7 @@ class Rule:
     runtime_value: str
     advisory: str
     points: int
+    overrides: tuple[str, ...]  # allow: the rules it waives
     tests: tuple[RuleTest, ...]
     source: str
     line: int
@@ -83,6 +87,7 @@ class Kind:
     when_named: str  # advise: a named runtime is used anyway, with a warning and an event; reject: refused; use: used
     condition_reason: str  # the RuntimeReady reason (and the event reason) it reports
     event_reason: str  # the event a named runtime records when used anyway
+    refusal: str  # reject: the message refusing a named runtime, unless the rule sets its own
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ class Revision:
         return self.policy.revision
 
 
-def build_revision(directory: Path, settings_from: Path | None = None) -> Revision:
+def build_revision(directory: Path, beside: Path | None = None) -> Revision:
     """Load, compile and self-test ``directory``; RuleFileError when any step fails."""
-    policy = load_policy(directory, settings_from)
+    policy = load_policy(directory, beside)
     try:
         engine = RuleEngine(policy.rules)
     except Exception as err:  # durable-rules reports bad rulesets with bare errors

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from policyd.decision.verdicts import Check, rule_reason, runtime_checks
@@ -83,10 +84,12 @@ def _check_group(test: RuleTest, group: Group, policy: Policy, engine: RuleEngin
     return problems
 
 
-def run_tests(policy: Policy, engine: RuleEngine) -> tuple[int, list[TestFailure]]:
-    """How many tests ran, and the failures."""
+def run_tests(policy: Policy, engine: RuleEngine, within: Path | None = None) -> tuple[int, list[TestFailure]]:
+    """How many tests ran, and the failures; with ``within``, only the tests of the files there."""
     count, failures = 0, list[TestFailure]()
     for rule in policy.rules:
+        if within is not None and Path(rule.source).parent != within:
+            continue
         for test in rule.tests:
             count += 1
             failures += [
@@ -94,6 +97,8 @@ def run_tests(policy: Policy, engine: RuleEngine) -> tuple[int, list[TestFailure
                 for p in _check_rule(test, rule, policy, engine)
             ]
     for group in policy.groups:
+        if within is not None and Path(group.source).parent != within:
+            continue
         for test in group.tests:
             count += 1
             failures += [

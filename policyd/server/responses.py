@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
+from policyd.decision.diffusers_effective import DiffusersEffective
 from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict
 from policyd.resources.objects import Entry, Pipeline, PipelineComponent, VersionedName
 from policyd.resources.proto import manifest_to_message
@@ -101,4 +102,42 @@ def rejection(value: Refusal | None) -> pb.Rejection | None:
         kind=value.kind,
         rule_id=value.rule_id,
         component=value.component,
+    )
+
+
+def diffusers_backend(value: DiffusersEffective | None) -> pb.DiffusersBackend | None:
+    if value is None:
+        return None
+    quant, attention = value.quantization, value.attention
+    return pb.DiffusersBackend(
+        pipeline_class=value.pipeline_class,
+        from_pretrained=[
+            pb.BackendKwarg(key=k.key, value=k.value, source=k.source, overrides=k.overrides)
+            for k in value.from_pretrained
+        ],
+        call_merge_order=list(value.call_merge_order),
+        call_kwargs=[
+            pb.CallKwarg(key=c.key, value=c.value, shadowed=c.shadowed, shadowed_by=c.shadowed_by)
+            for c in value.call_kwargs
+        ],
+        quantization=pb.DiffusersQuantization(
+            path=quant.path,
+            flag=quant.flag,
+            method=quant.method,
+            config=quant.config,
+            components=list(quant.components),
+            message=quant.message,
+        ),
+        attention=pb.DiffusersAttention(
+            requested=attention.requested,
+            source=attention.source,
+            platform=attention.platform,
+            attempts=list(attention.attempts),
+            fallback=attention.fallback,
+            ignored_roles=list(attention.ignored_roles),
+            applied=attention.applied,
+        ),
+        post_load=list(value.post_load),
+        refusal=reason(value.refusal),
+        advisories=[r for a in value.advisories if (r := reason(a)) is not None],
     )

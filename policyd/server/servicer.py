@@ -237,6 +237,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             ],
             errors=[r for e in result.errors if (r := responses.rejection(e)) is not None],
             revisions=self._revisions(revision, catalog),
+            diffusers_backend=responses.diffusers_backend(result.backend),
         )
 
     def InspectModel(self, request: pb.InspectModelRequest, context: grpc.ServicerContext) -> pb.InspectModelResponse:

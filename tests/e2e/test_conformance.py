@@ -9,18 +9,19 @@ from typing import Any
 import pytest
 import yaml
 
-from .support import CASES, last_line, no_traceback, policyctl
+from .support import CASES, ROOT, last_line, no_traceback, policyctl
 
-FOLDERS = ["select", "explain", "resolve", "inspect", "render"]
+FOLDERS = ["select", "explain", "resolve", "inspect", "render", "diffusers-backend"]
+# cases of our own, in the same format, for behaviours the shared folders do not check
+OWN_CASES = ROOT / "tests" / "conformance-cases"
 
 
 def _case_count(directory: Path) -> int:
     return sum(1 for p in directory.rglob("*") if p.is_file() and p.suffix in (".yaml", ".yml"))
 
 
-@pytest.mark.parametrize("folder", FOLDERS)
-def test_conformance_cases_pass_through_the_real_daemon(folder: str, daemon: str, renderer: str) -> None:
-    directory = CASES / folder
+@pytest.mark.parametrize("directory", [CASES / f for f in FOLDERS] + sorted(OWN_CASES.iterdir()), ids=lambda p: p.name)
+def test_conformance_cases_pass_through_the_real_daemon(directory: Path, daemon: str, renderer: str) -> None:
     count = _case_count(directory)
     assert count > 0, f"no cases in {directory}"
     result = policyctl("conformance", str(directory), "--address", daemon, "--renderer", renderer)

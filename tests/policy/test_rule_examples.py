@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit import diffusers_backend as diffusers
 from testkit.llama import llama_entry
 from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
 from policyd.decision.orchestrator import explain_isvc, select
 from policyd.policy.revision import Revision, build_revision
-from policyd.resources.manifests import parse_inference_service, parse_model, parse_runtime
+from policyd.resources.manifests import parse_inference_service, parse_model, parse_object, parse_runtime
 
 EXAMPLES = sorted((RULES / "examples").glob("*.yaml"))
 
@@ -93,3 +94,20 @@ def test_preferred_runtimes_score_ten_more_and_win(tmp_path: Path) -> None:
     catalog = Catalog.of([parse_model(MODEL), runtime("a-plain"), preferred])
     ranking = select(catalog, isvc(), revision).ranking
     assert [(e.runtime.meta.name, e.score) for e in ranking] == [("z-preferred", 12), ("a-plain", 2)]
+
+
+def test_a_diffusers_backend_entry_without_an_architecture_serves_any_pipeline(tmp_path: Path) -> None:
+    any_pipeline = [diffusers.entry(architecture=None)]
+    backend = diffusers.runtime("diffusers-any", entries=any_pipeline)
+    sglang = diffusers.runtime(
+        "sglang-any", command=["sglang", "serve", "--model-path", "$(MODEL_PATH)"], entries=any_pipeline
+    )
+    models = [diffusers.model("qwen-image"), diffusers.model("wan", pipeline_class="WanPipeline")]
+    catalog = Catalog.of([parse_object(o) for o in (*models, backend, sglang)])
+    revision = with_example(tmp_path, "diffusers-backend-any-pipeline.yaml")
+    for name in ("qwen-image", "wan"):
+        isvc = parse_inference_service(diffusers.isvc(model=name))
+        assert [e.runtime.meta.name for e in select(catalog, isvc, revision).ranking] == ["diffusers-any"]
+    without = select(catalog, parse_inference_service(diffusers.isvc(model="wan")), build_revision(RULES))
+    assert without.ranking == ()
+    assert "model has architecture WanPipeline but runtime has no architecture requirement" in without.error

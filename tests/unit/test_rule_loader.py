@@ -344,12 +344,15 @@ def test_a_rule_in_a_group_shares_its_scope_and_effect(tmp_path: Path) -> None:
     assert load_error(directory).reason == "group supported-formats gathers entry rules with effect exclude"
 
 
-def test_a_directory_of_extra_rules_takes_the_settings_it_lacks_from_the_bundled_rules(tmp_path: Path) -> None:
+def test_a_directory_of_extra_rules_joins_the_bundled_rules(tmp_path: Path) -> None:
+    # as it would serve once copied beside them: with their settings, and their rules to refer to
     (tmp_path / "extra.yaml").write_text("rules:" + rule_text(when="{runtime_kind: Nope}"))
     assert load_error(tmp_path).reason == "messages is not declared in any rule file"
     policy = load_policy(tmp_path, RULES)
-    assert [r.id for r in policy.rules] == ["extra-rule"]
+    assert {r.id for r in policy.rules} == {r.id for r in default_revision().policy.rules} | {"extra-rule"}
     assert policy.messages == default_revision().policy.messages
+    # a whole policy stands alone
+    assert load_policy(RULES, tmp_path).revision == default_revision().id
 
 
 def test_points_go_with_score_rules_only(tmp_path: Path) -> None:

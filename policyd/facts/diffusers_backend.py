@@ -1,0 +1,147 @@
+"""Facts about vLLM-Omni's diffusers backend: what the engine's merged command line sets
+(the runtime's runner with the InferenceService's on top), and how the backend sees the
+model. Derivation only describes; rules/30-diffusers-backend.yaml judges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from policyd.facts.diffusers_config import BackendConfig, backend_config, read
+from policyd.facts.engine_args import ServeArgs
+from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
+from policyd.semantics import vllm_omni as omni
+from policyd.semantics.runner_merge import Runner, engine_runner
+
+Record = dict[str, Any]
+_MEMO_LIMIT = 50_000
+_RUNTIME: dict[tuple[str, str], Record] = {}
+_MODEL: dict[str, Record] = {}
+# the last InferenceService's engine key: asked for once per runtime in a request
+_last = threading.local()
+
+
+def _json_type(value: Any) -> str:
+    """The Python type name the backend would see for a JSON value."""
+    return type(value).__name__
+
+
+def _shadowed(config: BackendConfig) -> list[str]:
+    """Call-kwargs keys that request-time values always override."""
+    kwargs = config.call_kwargs
+    if not isinstance(kwargs, Mapping):
+        return []
+    return [k for k in kwargs if omni.call_kwarg_shadow(str(k), config.default_sampling_keys)[0] == omni.ALWAYS]
+
+
+def _config_facts(config: BackendConfig) -> Record:
+    args = config.args
+    quant = config.quantization
+    load = config.load_kwargs
+    attention = config.attention
+    return {
+        "engine_vllm_omni": config.omni,
+        "engine_args_error": args.error,
+        "diffusion_load_format": config.load_format,
+        "diffusers_backend": config.diffusers,
+        "diffusers_model_class_name": config.model_class_name,
+        "diffusers_load_kwargs_given": bool(load),
+        "diffusers_call_kwargs_given": bool(config.call_kwargs),
+        "diffusers_load_kwargs_type": _json_type(load),
+        "diffusers_call_kwargs_type": _json_type(config.call_kwargs),
+        "diffusers_cfg_parallel_size": config.cfg_parallel_size,
+        "diffusers_sequence_parallel_size": config.sequence_parallel_size,
+        "diffusers_cache_backend": config.cache_backend,
+        "diffusers_enforce_eager": config.enforce_eager,
+        "diffusers_use_hsdp": config.use_hsdp,
+        "diffusers_max_num_seqs": config.max_num_seqs,
+        "diffusers_dlo_dp_concurrency": config.dlo_dp_concurrency,
+        "diffusers_step_execution": config.step_execution,
+        "diffusers_quantization_set": quant is not None,
+        "diffusers_quantization_flag": quant.flag if quant else "",
+        "diffusers_native_quantization": config.native_quantization,
+        "diffusers_quant_method": quant.method if quant else "",
+        "diffusers_quant_torchao": omni.TORCHAO_CONFIGS.get(quant.method, "") if quant else "",
+        "diffusers_quant_serialized": quant.serialized if quant else False,
+        "diffusers_quant_activation_scheme": quant.activation_scheme if quant else "",
+        "diffusers_quant_weight_block_size": quant.weight_block_size if quant else False,
+        "diffusers_quant_ignored_layers": quant.ignored_layers if quant else False,
+        "diffusers_dduf_file": isinstance(load, Mapping) and bool(load.get("dduf_file")),
+        "diffusers_boundary_ratio_set": config.boundary_ratio is not None,
+        "diffusers_flow_shift_set": config.flow_shift is not None,
+        "diffusers_call_kwargs_shadowed": ", ".join(_shadowed(config)),
+        "diffusers_attention_backend": attention.backend or "",
+        "diffusers_attention_mapped": omni.attention_mapped(attention.backend),
+        "diffusers_attention_per_role": ", ".join(attention.per_role),
+        "diffusers_attention_conflict": attention.conflict,
+    }
+
+
+# an engine that does not run vllm serve: as vllm serve without a flag
+NO_ENGINE: Record = _config_facts(read(ServeArgs(omni=False), Runner()))
+
+
+def model_facts(model: BaseModel) -> Record:
+    """How the backend sees the model (memoised by the model's digest)."""
+    hit = _MODEL.get(model.digest)
+    if hit is None:
+        if len(_MODEL) >= _MEMO_LIMIT:
+            _MODEL.clear()
+        names = omni.component_names(model)
+        cls = omni.pipeline_class(model)
+        repo = omni.hf_repo(model)
+        hit = _MODEL[model.digest] = {
+            "model_pipeline_class": cls,
+            "model_pipeline_native": cls in omni.NATIVE_PIPELINES,
+            "model_pipeline_wan": cls in omni.WAN_PIPELINES,
+            "model_pipeline_known": model.pipeline is not None,
+            "model_pipeline_components": ", ".join(names) or "<none>",
+            "model_has_transformer_component": any(n in omni.TRANSFORMER_COMPONENTS for n in names),
+            "model_hf_repo": repo,
+            "model_diffusers_verified": omni.verified(repo) if repo else False,
+        }
+    return hit
+
+
+def engine_key(isvc: InferenceService | None) -> str:
+    """A digest of what the InferenceService's engine sets on the runner ("" for nothing)."""
+    if isvc is None:
+        return ""
+    cached = getattr(_last, "entry", None)
+    if cached is not None and cached[0] is isvc:
+        return str(cached[1])
+    spec = isvc.raw.get("spec")
+    engine = spec.get("engine") if isinstance(spec, Mapping) else None
+    key = ""
+    if isinstance(engine, Mapping):
+        parts = {k: engine.get(k) for k in ("runner", "leader") if engine.get(k) is not None}
+        if parts:
+            key = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    _last.entry = (isvc, key)
+    return key
+
+
+def config_for(runtime: ServingRuntime, isvc: InferenceService | None) -> BackendConfig | None:
+    """The backend configuration of the runtime's engine as the InferenceService runs it."""
+    spec = runtime.raw.get("spec")
+    isvc_spec = isvc.raw.get("spec") if isvc is not None else None
+    return backend_config(
+        engine_runner(spec if isinstance(spec, Mapping) else {}, isvc_spec if isinstance(isvc_spec, Mapping) else None)
+    )
+
+
+def engine_facts(runtime: ServingRuntime, isvc: InferenceService | None) -> Record:
+    """Facts of the runtime's engine command line (memoised by the runtime's and the
+    InferenceService engine's digests)."""
+    key = (runtime.digest, engine_key(isvc))
+    hit = _RUNTIME.get(key)
+    if hit is None:
+        if len(_RUNTIME) >= _MEMO_LIMIT:
+            _RUNTIME.clear()
+        config = config_for(runtime, isvc)
+        hit = _RUNTIME[key] = NO_ENGINE if config is None else _config_facts(config)
+    return hit
