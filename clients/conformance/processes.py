@@ -44,7 +44,8 @@ def serving(module: str, args: list[str], listen: str, timeout: float = 30.0) ->
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + timeout
-            while not ready.exists():
+            # the file may exist for a moment before the address is written into it
+            while not (ready.exists() and ready.read_text()):
                 if proc.poll() is not None:
                     raise StartError(
                         f"{module} exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
