@@ -77,7 +77,7 @@ class TextFormatter(logging.Formatter):
 
 def _text_value(value: Any) -> str:
     text = str(value)
-    return json.dumps(text) if not text or any(c.isspace() or c in "\"=" for c in text) else text
+    return json.dumps(text) if not text or any(c.isspace() or c in '"=' for c in text) else text
 
 
 def configure_logging(level: str, fmt: str) -> None:
