@@ -7,7 +7,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.policy.loader import load_policy
 
-from .support import REPO, RULES
+from .support import REPO, RULES, started
 
 DAEMON = [sys.executable, "-m", "policyd.server.main"]
 
@@ -163,18 +162,9 @@ def test_an_installed_wheel_serves_its_bundled_rules_by_default(tmp_path: Path) 
     assert where.stdout.strip().startswith(str(site))  # the wheel's copy, not this checkout's
     ready = tmp_path / "ready"
     command = [site / "bin" / "policyd", "--listen", "127.0.0.1:0", "--ready-file", ready, "--log-level", "warning"]
-    daemon = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert daemon.poll() is None, daemon.stderr.read() if daemon.stderr else ""
-            assert time.monotonic() < deadline, "the installed policyd did not start"
-            time.sleep(0.1)
+    with started(command, ready, cwd=tmp_path, env=env):
         wait_serving(ready.read_text(), 30)
         assert _status(ready.read_text()).revisions.rules_revision == load_policy(RULES).revision
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=10)
 
 
 def test_the_shipped_deployment_runs_policyd_where_the_kubelet_probe_reaches_it(tmp_path: Path) -> None:
@@ -193,15 +183,6 @@ def test_the_shipped_deployment_runs_policyd_where_the_kubelet_probe_reaches_it(
     if "--metrics-port" in args:
         args[args.index("--metrics-port") + 1] = str(_free_port())
     ready = tmp_path / "ready"
-    daemon = subprocess.Popen([*DAEMON, *args, "--ready-file", str(ready)], stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert daemon.poll() is None, daemon.stderr.read() if daemon.stderr else ""
-            assert time.monotonic() < deadline, "policyd did not start"
-            time.sleep(0.1)
+    with started([*DAEMON, *args, "--ready-file", str(ready)], ready):
         wait_serving(f"127.0.0.1:{free}", 30)  # the controller in the same pod dials loopback
         assert _serving(f"127.0.0.2:{free}")
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=10)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
@@ -16,29 +14,25 @@ from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
-from .support import RULES, isvc_manifest
+from .support import RULES, isvc_manifest, started
 
 
 def _log_of_one_bad_request(tmp_path: Path, fmt: str) -> list[str]:
     ready = tmp_path / f"ready-{fmt}"
     cmd = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--listen", "127.0.0.1:0"]
     cmd += ["--ready-file", str(ready), "--log-format", fmt]
-    daemon = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert daemon.poll() is None and time.monotonic() < deadline, "policyd did not start"
-            time.sleep(0.05)
+    with started(cmd, ready) as daemon:
         address = ready.read_text()
         wait_serving(address, 30)
         request = pb.SelectRequest(
             inference_service=rpb.InferenceServiceInput(manifest=json.dumps(isvc_manifest(deploymentMode="Sideways")))
         )
         with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError):
-            policy_pb2_grpc.PolicyServiceStub(channel).Select(request, metadata=(("x-request-id", "req-42"),))
-    finally:
+            policy_pb2_grpc.PolicyServiceStub(channel).Select(
+                request, metadata=(("x-request-id", "req-42"),), timeout=30
+            )
         daemon.terminate()
-        _, stderr = daemon.communicate(timeout=10)
+        _, stderr = daemon.communicate(timeout=30)
     return [line for line in stderr.splitlines() if line]
 
 
