@@ -26,11 +26,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message}\nSee '{self.prog} --help' for usage.\n")
 
 
+_VALIDATION = {"strict": "Strict", "true": "Strict", "warn": "Warn", "ignore": "Ignore", "false": "Ignore"}
+
+
 def _validation(text: str) -> str:
-    for mode in ("Strict", "Warn", "Ignore"):
-        if text.lower() == mode.lower():
-            return mode
-    raise argparse.ArgumentTypeError(f"invalid value {text!r}: one of strict, warn, ignore")
+    """kubectl's --validate values: strict (or true), warn, ignore (or false)."""
+    mode = _VALIDATION.get(text.lower())
+    if mode is None:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: one of strict, warn, ignore, true, false")
+    return mode
 
 
 def _format(text: str) -> str:
@@ -49,7 +53,7 @@ def _common() -> _Parser:
     p.add_argument(
         "--validate",
         type=_validation,
-        help="unknown manifest fields: strict (refused), warn (the default: warnings) or ignore",
+        help="unknown manifest fields: strict or true (refused), warn (the default: warnings), ignore or false",
     )
     p.add_argument("--strict", dest="validate", action="store_const", const="Strict", help="same as --validate=strict")
     p.add_argument("--kubeconfig", help="kubeconfig for reading InferenceServices from the cluster")

@@ -17,11 +17,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from policyd.policy.loader import load_policy
+
 from .conftest import Files
 from .support import (
+    CASES,
     MODEL_NAME,
     NAMESPACE,
     REPO,
+    RULES,
     RUNTIME_70B,
     RUNTIME_NAME,
     isvc_manifest,
@@ -251,3 +255,17 @@ def test_model_inspect_with_a_base_model_prints_the_whole_manifest_ready_to_appl
     assert manifest["spec"]["modelArchitecture"] == "Mine"  # set fields are kept
     assert manifest["spec"]["modelFormat"] == {"name": "diffusers", "version": "0.24.0"}
     assert manifest["spec"]["storage"] == base["spec"]["storage"]
+
+
+def test_rules_and_conformance_commands_take_o_too(daemon: str, renderer: str) -> None:
+    checked = policyctl("rules", "check", str(RULES), "-o", "json")
+    succeeded(checked)
+    assert json.loads(checked.stdout)["revision"] == load_policy(RULES).revision
+    tested = policyctl("rules", "test", str(RULES), "-o", "jsonpath={.failed}")
+    assert (tested.returncode, tested.stdout) == (0, "0")
+    folder = CASES / "inspect"
+    ran = policyctl("conformance", str(folder), "--address", daemon, "--renderer", renderer, "-o", "yaml")
+    succeeded(ran)
+    report = yaml.safe_load(ran.stdout)
+    assert report["failed"] == 0 and report["passed"] == len(report["cases"]) > 0
+    assert all(case["passed"] for case in report["cases"])
