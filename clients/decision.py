@@ -1,6 +1,7 @@
 """policyd's answer for an InferenceService — Resolve when it names its runtime, else
-Select — and the render request built from that answer. policyctl render, the
-conformance runner and the controller all go from decision to workloads this way."""
+Select, and then Effective for the mode of each component — and the render request built from
+that answer. policyctl render, the conformance runner and the controller all go from decision to
+workloads this way, so the renderer renders the modes policyd decided."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class PolicyCalls(Protocol):
 
     def Select(self, request: pb.SelectRequest) -> pb.SelectResponse: ...
     def Resolve(self, request: pb.ResolveRequest) -> pb.ResolveResponse: ...
+    def Effective(self, request: pb.EffectiveRequest) -> pb.EffectiveResponse: ...
     def GetObjects(self, request: pb.GetObjectsRequest) -> pb.GetObjectsResponse: ...
 
 
@@ -31,6 +33,7 @@ class Decision:
     isvc: Mapping[str, Any]
     resolved: pb.ResolveResponse | None  # when the InferenceService names its runtime
     selected: pb.SelectResponse | None  # otherwise
+    effective: pb.EffectiveResponse | None  # the components' modes; asked only when there is no problem
 
     @property
     def problem(self) -> str:
@@ -61,10 +64,16 @@ def decide(
     lookup: str = "",
 ) -> Decision:
     request = isvc_input(isvc)
+    resolved, selected = None, None
     if ((isvc.get("spec") or {}).get("runtime") or {}).get("name"):
         resolved = policy.Resolve(pb.ResolveRequest(inference_service=request, catalog=catalog, lookup=lookup))
-        return Decision(isvc, resolved, None)
-    return Decision(isvc, None, policy.Select(pb.SelectRequest(inference_service=request, catalog=catalog)))
+    else:
+        selected = policy.Select(pb.SelectRequest(inference_service=request, catalog=catalog))
+    decision = Decision(isvc, resolved, selected, None)
+    if decision.problem:
+        return decision
+    effective = policy.Effective(pb.EffectiveRequest(inference_service=request, catalog=catalog, lookup=lookup))
+    return Decision(isvc, resolved, selected, effective)
 
 
 def from_catalog(policy: PolicyCalls) -> Manifests:
@@ -83,7 +92,8 @@ def render_request(
     decision: Decision, manifests: Manifests, accelerator_classes: Mapping[str, str] | None = None
 ) -> render_pb2.RenderRequest:
     """What the renderer needs for a decision without a problem: the InferenceService, the
-    chosen runtime and the base model as manifests, the matched entry, the accelerator classes."""
+    chosen runtime and the base model as manifests, the matched entry, the accelerator classes,
+    and each component's mode (with its error) from the Effective answer."""
     isvc = decision.isvc
     spec, namespace = isvc.get("spec") or {}, (isvc.get("metadata") or {}).get("namespace", "")
     kind, name, entry = decision.runtime
@@ -91,6 +101,7 @@ def render_request(
         inference_service=isvc_input(isvc),
         runtime=rpb.Object(manifest=json.dumps(manifests(kind, namespace, name))),
         entry_index=entry,
+        modes=decision.effective.components if decision.effective is not None else [],
     )
     model = spec.get("model")
     if model:

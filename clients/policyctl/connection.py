@@ -65,6 +65,10 @@ class Caller:
         reply: pb.ResolveResponse = self("Resolve", request)
         return reply
 
+    def Effective(self, request: pb.EffectiveRequest) -> pb.EffectiveResponse:
+        reply: pb.EffectiveResponse = self("Effective", request)
+        return reply
+
     def GetObjects(self, request: pb.GetObjectsRequest) -> pb.GetObjectsResponse:
         reply: pb.GetObjectsResponse = self("GetObjects", request)
         return reply

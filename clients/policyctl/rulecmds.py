@@ -7,14 +7,15 @@ import argparse
 from clients.policyctl.output import Column, Result
 from policyd.facts.fields import FIELDS
 from policyd.policy.engine import RuleEngine
-from policyd.policy.loader import RuleFileError, load_policy
+from policyd.policy.loader import BUNDLED_RULES, RuleFileError, load_policy
 from policyd.policy.selftest import run_tests
 
 
 def check(args: argparse.Namespace) -> Result:
-    """Static checks: YAML, schema, fact fields, templates, ids, orders, messages; durable-rules compiles it."""
+    """Static checks: YAML, schema, fact fields, templates, ids, orders, kinds, groups, messages; durable-rules
+    compiles it. Settings a directory of extra rules does not declare come from the bundled rules."""
     try:
-        policy = load_policy(args.directory)
+        policy = load_policy(args.directory, BUNDLED_RULES)
         RuleEngine(policy.rules)
     except RuleFileError as err:
         return Result({"ok": False, "error": str(err)}, errors=[str(err)], code=1)
@@ -32,13 +33,13 @@ def check(args: argparse.Namespace) -> Result:
 
 def test(args: argparse.Namespace) -> Result:
     try:
-        policy = load_policy(args.directory)
+        policy = load_policy(args.directory, BUNDLED_RULES)
         engine = RuleEngine(policy.rules)
     except RuleFileError as err:
         return Result({"passed": 0, "failed": 0, "error": str(err)}, errors=[str(err)], code=1)
     count, failures = run_tests(policy, engine)
-    untested = [r.id for r in policy.rules if not r.tests]
-    failed = len({(f.rule.id, f.test) for f in failures})
+    untested = [r.id for r in policy.rules if not r.tests and not r.group]
+    failed = len({(f.what, f.item_id, f.test) for f in failures})
     lines = [*(f"FAIL {failure}" for failure in failures), *(f"note: rule {r} has no tests" for r in untested)]
     lines.append(f"{count - failed} passed, {failed} failed")
     data = {"passed": count - failed, "failed": failed, "failures": [str(f) for f in failures], "untested": untested}

@@ -1,12 +1,13 @@
-"""The two variables OME sets in the engine's and the decoder's runners.
+"""The variables OME sets in a component's runners.
 
-- ``MODEL_PATH``: the base model's ``spec.storage.path``, when the InferenceService names a
-  base model and the runner does not set MODEL_PATH itself.
-- ``PARALLELISM_SIZE``: the GPUs in each pod times the pods in each replica, replacing any
-  value set; removed for a runner without GPUs, or when acceleratorConfig sets
+- ``MODEL_PATH`` (engine, decoder): the base model's ``spec.storage.path``, when the
+  InferenceService names a base model and the runner does not set MODEL_PATH itself.
+- ``PARALLELISM_SIZE`` (engine, decoder): the GPUs in each pod times the pods in each replica,
+  replacing any value set; removed for a runner without GPUs, or when acceleratorConfig sets
   tensorParallelismOverride for the chosen class.
+- the router's ``config``, one variable for each key.
 
-Both go first in ``env`` when new, so the runner's own variables can refer to them.
+New variables go after the runner's own, where OME appends them.
 """
 
 from __future__ import annotations
@@ -21,24 +22,37 @@ from policyd.errors import InvalidInput
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
-def apply_environment(
-    component: Mapping[str, Any], *, model_path: str | None, pods_per_replica: int, parallelism_overridden: bool
-) -> dict[str, Any]:
-    """The component with MODEL_PATH and PARALLELISM_SIZE set in each of its runners;
-    ``model_path`` is None when the InferenceService names no base model."""
-
+def set_model_path(component: Mapping[str, Any], model_path: str) -> dict[str, Any]:
     def apply(runner: Runner) -> Runner:
         env = runner.get("env") or []
-        gpus = 0 if parallelism_overridden else runner_gpus(runner)
+        return runner if has_env(env, "MODEL_PATH") else {**runner, "env": set_env(env, "MODEL_PATH", model_path)}
+
+    return map_runners(component, apply)
+
+
+def set_parallelism(component: Mapping[str, Any], pods_per_replica: int, overridden: bool) -> dict[str, Any]:
+    def apply(runner: Runner) -> Runner:
+        env = runner.get("env") or []
+        gpus = 0 if overridden else runner_gpus(runner)
         if gpus:
-            env = set_env(env, "PARALLELISM_SIZE", str(gpus * pods_per_replica), first=True)
+            env = set_env(env, "PARALLELISM_SIZE", str(gpus * pods_per_replica))
         else:
             env = remove_env(env, "PARALLELISM_SIZE")
-        if model_path is not None and not has_env(env, "MODEL_PATH"):
-            env = set_env(env, "MODEL_PATH", model_path, first=True)
         return {**runner, "env": env} if env or "env" in runner else runner
 
     return map_runners(component, apply)
+
+
+def router_config_env(component: Mapping[str, Any]) -> dict[str, Any]:
+    """The router with each ``config`` entry appended to its runner's env, by key."""
+    config = component.get("config")
+    if not config or not isinstance(component.get("runner"), Mapping):
+        return dict(component)
+    if not isinstance(config, Mapping):
+        raise InvalidInput("config", f"must be a mapping of names to values, got {type(config).__name__}")
+    runner = component["runner"]
+    added = [{"name": str(key), "value": str(config[key])} for key in sorted(config)]
+    return {**component, "runner": {**runner, "env": [*(runner.get("env") or []), *added]}}
 
 
 def runner_gpus(runner: Mapping[str, Any]) -> int:

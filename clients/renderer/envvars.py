@@ -12,10 +12,9 @@ def has_env(env: Sequence[Mapping[str, Any]], name: str) -> bool:
     return any(item.get("name") == name for item in env)
 
 
-def set_env(env: Sequence[Mapping[str, Any]], name: str, value: str, *, first: bool = False) -> EnvList:
+def set_env(env: Sequence[Mapping[str, Any]], name: str, value: str) -> EnvList:
     """``env`` with ``name`` set to ``value``: in the place of an existing entry (any duplicate
-    dropped), else at the end, or at the front with ``first`` so that later entries can refer
-    to it as ``$(name)``."""
+    dropped), else at the end."""
     entry = {"name": name, "value": value}
     out: EnvList = []
     placed = False
@@ -26,7 +25,7 @@ def set_env(env: Sequence[Mapping[str, Any]], name: str, value: str, *, first: b
             out.append(entry)
             placed = True
     if not placed:
-        out.insert(0 if first else len(out), entry)
+        out.append(entry)
     return out
 
 

@@ -13,8 +13,8 @@ engine / decoder / router: where both set a value, the InferenceService's wins.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
-from copy import deepcopy
 from typing import Any
 
 from clients.renderer.parts import DEFAULT_RUNNER_NAME, PARTS, pod_fields
@@ -39,14 +39,20 @@ def merge_component(runtime_config: Mapping[str, Any] | None, isvc_component: Ma
     return merged
 
 
+def merge_container(container: Mapping[str, Any], runner: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod's container of the runner's name with the runner merged on top, by the runner's rules."""
+    return _merge_fields(container, runner, _RUNNER_RULES)
+
+
 def fold_into_parts(component: Mapping[str, Any]) -> dict[str, Any]:
     """A multi-node component whose own PodSpec fields and runner are merged underneath its
-    leader and its worker (theirs winning), so each part describes its whole pod."""
+    leader and its worker (theirs winning), so each part describes its whole pod. A component
+    without a leader leads with its own pod, as OME's does."""
     base = {**pod_fields(component), **({"runner": component["runner"]} if "runner" in component else {})}
     out = {key: value for key, value in component.items() if key not in base}
-    for part in PARTS:
-        if isinstance(component.get(part), Mapping):
-            out[part] = merge_config(base, component[part])
+    out["leader"] = merge_config(base, component.get("leader") or {})
+    if isinstance(component.get("worker"), Mapping):
+        out["worker"] = merge_config(base, component["worker"])
     return out
 
 
@@ -56,20 +62,34 @@ def _name_runner(config: dict[str, Any]) -> None:
         runner["name"] = DEFAULT_RUNNER_NAME
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of a manifest value; manifests are JSON, which copies far faster by hand than
+    by copy.deepcopy (kept for anything else)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    return value if kind in _SCALARS else copy.deepcopy(value)
+
+
 def _merge_fields(base: Mapping[str, Any], over: Mapping[str, Any], rules: Mapping[str, Merger]) -> dict[str, Any]:
-    out = {key: deepcopy(value) for key, value in base.items()}
+    out = {key: _copy(value) for key, value in base.items()}
     for key, value in over.items():
         if value is None:
             continue
         rule = rules.get(key)
-        out[key] = rule(out[key], value) if rule and out.get(key) is not None else deepcopy(value)
+        out[key] = rule(out[key], value) if rule and out.get(key) is not None else _copy(value)
     return out
 
 
 def _merge_map(base: Any, over: Any) -> Any:
     if isinstance(base, Mapping) and isinstance(over, Mapping):
-        return {**base, **deepcopy(dict(over))}
-    return deepcopy(over)
+        return {**base, **_copy(dict(over))}
+    return _copy(over)
 
 
 def _keyed(key: str) -> Merger:
@@ -79,7 +99,7 @@ def _keyed(key: str) -> Merger:
 
     def merge(base: Any, over: Any) -> Any:
         if not (isinstance(base, list) and isinstance(over, list)):
-            return deepcopy(over)
+            return _copy(over)
         out = list(base)
         where = {key_of(item): i for i, item in enumerate(out) if key_of(item) is not None}
         for item in over:
@@ -87,9 +107,9 @@ def _keyed(key: str) -> Merger:
             if found is None:
                 if key_of(item) is not None:
                     where[key_of(item)] = len(out)
-                out.append(deepcopy(item))
+                out.append(_copy(item))
             else:
-                out[found] = deepcopy(item)
+                out[found] = _copy(item)
         return out
 
     return merge
@@ -99,7 +119,7 @@ def _with_rules(rules: Mapping[str, Merger]) -> Merger:
     def merge(base: Any, over: Any) -> Any:
         if isinstance(base, Mapping) and isinstance(over, Mapping):
             return _merge_fields(base, over, rules)
-        return deepcopy(over)
+        return _copy(over)
 
     return merge
 

@@ -44,14 +44,7 @@ def _call(fn: Callable[[Runner], Runner], runner: Mapping[str, Any], path: str) 
 
 
 def worker_size(component: Mapping[str, Any]) -> int:
-    """``worker.size`` of a multi-node component: the worker pods for each leader."""
+    """``worker.size``: the worker pods for each leader, 0 when unset (as OME's getWorkerSize)."""
     worker = component.get("worker")
     size = worker.get("size") if isinstance(worker, Mapping) else None
-    if size is None:
-        raise InvalidInput("worker.size", "a MultiNode component needs the number of worker pods for each leader")
-    return int(size)
-
-
-def pods_per_replica(component: Mapping[str, Any], multi_node: bool) -> int:
-    """Pods in one replica: one plus ``worker.size`` when multi-node, else one."""
-    return 1 + worker_size(component) if multi_node else 1
+    return 0 if size is None else int(size)

@@ -11,11 +11,10 @@ not a template engine.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
-
-from clients.renderer.parts import map_runners
 
 _NO_VALUE = "<no value>"  # what Go's text/template prints for a missing map key
 _PLACEHOLDER = re.compile(
@@ -27,9 +26,13 @@ _PLACEHOLDER = re.compile(
 )
 
 
-def fill_placeholders(component: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The component with the placeholders in every string of its runners filled in."""
-    return map_runners(component, lambda runner: _fill(runner, metadata))
+def fill_container(container: dict[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The container with the placeholders in every string filled in. Parts without any are
+    the container's own, not copies: it is the renderer's copy already."""
+    if "{{" not in json.dumps(container, default=str):  # most hold none, and C finds that fastest
+        return container
+    filled: dict[str, Any] = _fill(container, metadata)
+    return filled
 
 
 def fill_text(text: str, metadata: Mapping[str, Any]) -> str:
@@ -56,10 +59,13 @@ def _string_map(metadata: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 
 
 def _fill(value: Any, metadata: Mapping[str, Any]) -> Any:
+    """``value`` with its placeholders filled in; the very same object when it holds none."""
     if isinstance(value, str):
         return fill_text(value, metadata)
-    if isinstance(value, Mapping):
-        return {key: _fill(item, metadata) for key, item in value.items()}
+    if isinstance(value, dict):
+        filled = {key: _fill(item, metadata) for key, item in value.items()}
+        return value if all(filled[key] is item for key, item in value.items()) else filled
     if isinstance(value, list):
-        return [_fill(item, metadata) for item in value]
+        items = [_fill(item, metadata) for item in value]
+        return value if all(new is old for new, old in zip(items, value, strict=True)) else items
     return value

@@ -1,28 +1,34 @@
 """The renderer's entry point: a decision in, Kubernetes objects (or errors) out.
 
-Each component the InferenceService declares goes through, in order: merge with the
-runtime's config, placeholders, per-accelerator overrides, environment, workload. A component
-that fails gives one error naming it and no object; the others still render.
+Each component the InferenceService declares is rendered in the deployment mode policyd decided
+for it (RenderInput.modes); one that policyd found cannot run in its mode gives policyd's error.
+Otherwise it goes through, in order: the runtime's config (with its engine template) merged
+underneath, the replica defaults, OME's labels and annotations, the model, the per-accelerator
+overrides and PARALLELISM_SIZE in its runners, then its objects (workloads.py). A component that
+fails gives one error naming it and no object; the others still render.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from clients.renderer.accelerator import apply_accelerator_config, overrides_parallelism
-from clients.renderer.environment import apply_environment
+from clients.renderer.engines import runtime_spec
+from clients.renderer.environment import router_config_env, set_model_path, set_parallelism
 from clients.renderer.merge import fold_into_parts, merge_component
-from clients.renderer.parts import pods_per_replica
-from clients.renderer.placeholders import fill_placeholders
+from clients.renderer.metadata import component_meta
+from clients.renderer.model import Model, base_model
+from clients.renderer.model_volume import mount_model
+from clients.renderer.parts import map_runners, worker_size
+from clients.renderer.scaling import with_replica_defaults
 from clients.renderer.shape import check_component
-from clients.renderer.workloads import MULTI_NODE, Owner, build_workload, check_multi_node, check_runnable
+from clients.renderer.workloads import MODEL_COMPONENTS, MULTI_NODE, Pods, build_objects
 from policyd.errors import InvalidInput
-from policyd.semantics.modes import COMPONENTS, check_mode, effective_mode
+from policyd.semantics.modes import COMPONENTS, EffectiveMode
 
 RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
-_MODEL_COMPONENTS = ("engine", "decoder")  # the ones that get MODEL_PATH, PARALLELISM_SIZE and overrides
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,10 @@ class RenderInput:
     model: Mapping[str, Any] | None  # whole (Cluster)BaseModel manifest; None when the isvc has no spec.model
     accelerator_classes: Mapping[str, str]  # component name -> accelerator class chosen for it (may be empty)
     accelerator_config: Mapping[str, Any] | None  # acceleratorConfig of the chosen supportedModelFormats entry
+    # component name -> the mode policyd decided for it (its Effective answer)
+    modes: Mapping[str, EffectiveMode] = field(default_factory=dict)
+    # component name -> why policyd says it cannot run in that mode
+    mode_errors: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -44,10 +54,9 @@ class RenderResult:
 @dataclass(frozen=True)
 class _Context:
     inp: RenderInput
-    owner: Owner
-    metadata: Mapping[str, Any]
-    spec_mode: str
-    model_path: str | None
+    runtime_name: str
+    runtime_spec: Mapping[str, Any]
+    model: Model | None
 
 
 def render(inp: RenderInput) -> RenderResult:
@@ -66,43 +75,49 @@ def render(inp: RenderInput) -> RenderResult:
     errors: list[str] = []
     for name in declared:
         try:
-            objects.append(_render_component(name, context))
+            objects.extend(_render_component(name, context))
         except InvalidInput as error:
             errors.append(str(error.under(name)))
     return RenderResult(objects, errors)
 
 
-def _render_component(name: str, context: _Context) -> dict[str, Any]:
+def _render_component(name: str, context: _Context) -> list[dict[str, Any]]:
     inp = context.inp
+    if inp.mode_errors.get(name):
+        raise InvalidInput("", inp.mode_errors[name])
+    mode = inp.modes.get(name)
+    if mode is None:
+        raise InvalidInput("", "no deployment mode given for it (RenderRequest.modes, from policyd's Effective)")
     isvc_component = inp.inference_service["spec"][name]
-    runtime_config = inp.runtime["spec"].get(f"{name}Config") or {}
+    runtime_config = context.runtime_spec.get(f"{name}Config") or {}
     if not isinstance(runtime_config, Mapping):
         raise InvalidInput(f"runtime spec.{name}Config", f"must be a mapping, got {type(runtime_config).__name__}")
     check_component(isvc_component)
-    mode = effective_mode(
-        name,
-        _mapping(isvc_component.get("annotations")),
-        _mapping(runtime_config.get("annotations")),
-        context.spec_mode,
-    )
-    check_runnable(name, mode)
     component = merge_component(runtime_config, isvc_component)
     check_component(component)
-    multi_node = mode.mode == MULTI_NODE
-    if multi_node:
+    component = with_replica_defaults(name, component)
+    if mode.mode == MULTI_NODE:
         component = fold_into_parts(component)
-        check_multi_node(name, component)
-    component = fill_placeholders(component, context.metadata)
-    if name in _MODEL_COMPONENTS:
-        accelerator_class = inp.accelerator_classes.get(name)
-        component = apply_accelerator_config(component, inp.accelerator_config, accelerator_class)
-        component = apply_environment(
-            component,
-            model_path=context.model_path,
-            pods_per_replica=pods_per_replica(component, multi_node),
-            parallelism_overridden=overrides_parallelism(inp.accelerator_config, accelerator_class),
-        )
-    return build_workload(name, component, mode, context.owner)
+    meta = component_meta(name, inp.inference_service, component, context.runtime_name, context.model)
+    component = _model_runners(name, component, context) if name in MODEL_COMPONENTS else router_config_env(component)
+    pods = Pods(name, inp.inference_service["metadata"], context.model)
+    return build_objects(component, mode, meta, pods)
+
+
+def _model_runners(name: str, component: dict[str, Any], context: _Context) -> dict[str, Any]:
+    """The engine's or decoder's runners with the model, the chosen class's overrides and
+    PARALLELISM_SIZE, in OME's order."""
+    inp, model = context.inp, context.model
+    if model is not None:
+        component = set_model_path(component, model.path)
+        component = map_runners(component, lambda runner: mount_model(runner, model))
+    accelerator_class = inp.accelerator_classes.get(name)
+    component = apply_accelerator_config(component, inp.accelerator_config, accelerator_class)
+    return set_parallelism(
+        component,
+        pods_per_replica=1 + worker_size(component),
+        overridden=overrides_parallelism(inp.accelerator_config, accelerator_class),
+    )
 
 
 def _context(inp: RenderInput) -> _Context:
@@ -111,38 +126,25 @@ def _context(inp: RenderInput) -> _Context:
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         raise InvalidInput("metadata.name", "the InferenceService has no name")
-    if not isinstance(isvc.get("spec"), Mapping):
+    spec = isvc.get("spec")
+    if not isinstance(spec, Mapping):
         raise InvalidInput("spec", "the InferenceService has no spec")
-    namespace = metadata.get("namespace") or None
-    spec_mode = check_mode(str(isvc["spec"].get("deploymentMode") or ""), "spec.deploymentMode")
+    if _mapping(spec.get("model")).get("fineTunedWeights"):
+        raise InvalidInput("spec.model.fineTunedWeights", "fine-tuned serving is not rendered")
     if inp.runtime_kind not in RUNTIME_KINDS:
         raise InvalidInput("runtime", f"unknown runtime kind {inp.runtime_kind!r} (one of {', '.join(RUNTIME_KINDS)})")
     runtime_metadata = _mapping(inp.runtime.get("metadata"))
     runtime_name = runtime_metadata.get("name")
     if not isinstance(runtime_name, str) or not runtime_name or not isinstance(inp.runtime.get("spec"), Mapping):
         raise InvalidInput("runtime", "the runtime manifest needs metadata.name and a spec")
-    runtime_namespace = runtime_metadata.get("namespace")
+    namespace, runtime_namespace = metadata.get("namespace"), runtime_metadata.get("namespace")
     if inp.runtime_kind == "ServingRuntime" and runtime_namespace and namespace and runtime_namespace != namespace:
         raise InvalidInput(
             "runtime",
             f"ServingRuntime {runtime_name} is in namespace {runtime_namespace} and serves only that namespace, "
             f"not {namespace}",
         )
-    return _Context(inp, Owner(name, namespace, runtime_name), metadata, spec_mode, _model_path(inp))
-
-
-def _model_path(inp: RenderInput) -> str | None:
-    """The base model's storage path; None when the InferenceService names no base model."""
-    if not inp.inference_service["spec"].get("model"):
-        return None
-    if inp.model is None:
-        raise InvalidInput("spec.model", "the InferenceService names a base model but none was given to render")
-    storage = _mapping(_mapping(inp.model.get("spec")).get("storage"))
-    path = storage.get("path")
-    if not isinstance(path, str) or not path:
-        model_name = _mapping(inp.model.get("metadata")).get("name")
-        raise InvalidInput("spec.model", f"base model {model_name} has no spec.storage.path for MODEL_PATH")
-    return path
+    return _Context(inp, runtime_name, runtime_spec(inp.runtime), base_model(spec, inp.model))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import grpc
 
 from clients.renderer.render import RenderInput, render
+from policyd.contract import policy_pb2, render_pb2_grpc
 from policyd.contract import render_pb2 as pb
-from policyd.contract import render_pb2_grpc
 from policyd.errors import InvalidInput
 from policyd.resources.proto import isvc_manifest, object_manifest
+from policyd.semantics.modes import COMPONENTS, MODES, EffectiveMode
 
 
 def chosen_accelerator_config(runtime: Mapping[str, Any], entry_index: int) -> Mapping[str, Any] | None:
@@ -29,10 +30,31 @@ def chosen_accelerator_config(runtime: Mapping[str, Any], entry_index: int) -> M
     return config if isinstance(config, Mapping) else None
 
 
+def given_modes(modes: Iterable[policy_pb2.ComponentMode]) -> tuple[dict[str, EffectiveMode], dict[str, str]]:
+    """policyd's mode for each component, and its error where it has one. The renderer decides no
+    mode itself: the Effective answer is the one place modes come from."""
+    decided: dict[str, EffectiveMode] = {}
+    errors: dict[str, str] = {}
+    for i, given in enumerate(modes):
+        if given.component not in COMPONENTS:
+            raise InvalidInput(
+                f"modes[{i}].component", f"unknown component {given.component!r} (one of {', '.join(COMPONENTS)})"
+            )
+        if given.mode not in MODES:
+            raise InvalidInput(
+                f"modes[{i}].mode", f"unknown deployment mode {given.mode!r} (one of {', '.join(MODES)})"
+            )
+        decided[given.component] = EffectiveMode(given.component, given.mode, given.source)
+        if given.HasField("error") and given.error.message:
+            errors[given.component] = given.error.message
+    return decided, errors
+
+
 def render_request(request: pb.RenderRequest) -> RenderInput:
     if not request.HasField("runtime"):
         raise InvalidInput("runtime", "is required")
     runtime = object_manifest(request.runtime, "runtime")
+    modes, mode_errors = given_modes(request.modes)
     return RenderInput(
         inference_service=isvc_manifest(request.inference_service, "inference_service"),
         runtime=runtime,
@@ -40,6 +62,8 @@ def render_request(request: pb.RenderRequest) -> RenderInput:
         model=object_manifest(request.model, "model") if request.HasField("model") else None,
         accelerator_classes=dict(request.accelerator_classes),
         accelerator_config=chosen_accelerator_config(runtime, request.entry_index),
+        modes=modes,
+        mode_errors=mode_errors,
     )
 
 

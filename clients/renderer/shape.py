@@ -9,9 +9,11 @@ from typing import Any
 from clients.renderer.parts import PARTS
 from policyd.errors import InvalidInput
 
-_STRING_MAPS = ("labels", "annotations", "nodeSelector")
-_COUNTS = ("minReplicas", "maxReplicas")
+_STRING_MAPS = ("labels", "annotations", "nodeSelector", "config")
+_COUNTS = ("minReplicas", "maxReplicas", "scaleTarget")
 _ARGV = ("command", "args")
+_POD_LISTS = ("containers", "volumes")  # lists of mappings the renderer adds to or reads
+_RUNNER_LISTS = ("ports", "volumeMounts")
 
 
 def check_component(component: Any) -> None:
@@ -22,7 +24,10 @@ def check_component(component: Any) -> None:
         _check_string_map(component, key)
     for key in _COUNTS:
         _check_count(component, key)
-    _check_runner(component, "runner")
+    strategy = component.get("deploymentStrategy")
+    if strategy is not None and not isinstance(strategy, Mapping):
+        raise InvalidInput("deploymentStrategy", f"must be a mapping, got {_kind(strategy)}")
+    _check_pod(component, "")
     for part in PARTS:
         holder = component.get(part)
         if holder is None:
@@ -30,7 +35,19 @@ def check_component(component: Any) -> None:
         if not isinstance(holder, Mapping):
             raise InvalidInput(part, f"must be a mapping, got {_kind(holder)}")
         _check_count(holder, "size", part)
-        _check_runner(holder, f"{part}.runner")
+        _check_pod(holder, f"{part}.")
+
+
+def _check_pod(holder: Mapping[str, Any], prefix: str) -> None:
+    for key in _POD_LISTS:
+        _check_list_of_maps(holder, key, f"{prefix}{key}")
+    _check_runner(holder, f"{prefix}runner")
+
+
+def _check_list_of_maps(holder: Mapping[str, Any], key: str, path: str) -> None:
+    value = holder.get(key)
+    if value is not None and not (isinstance(value, list) and all(isinstance(item, Mapping) for item in value)):
+        raise InvalidInput(path, "must be a list of mappings")
 
 
 def _check_runner(holder: Mapping[str, Any], path: str) -> None:
@@ -45,6 +62,8 @@ def _check_runner(holder: Mapping[str, Any], path: str) -> None:
         argv = runner.get(key)
         if argv is not None and not (isinstance(argv, list) and all(isinstance(t, str) for t in argv)):
             raise InvalidInput(f"{path}.{key}", "must be a list of strings")
+    for key in _RUNNER_LISTS:
+        _check_list_of_maps(runner, key, f"{path}.{key}")
     env = runner.get("env")
     if env is not None and not (
         isinstance(env, list) and all(isinstance(e, Mapping) and isinstance(e.get("name"), str) for e in env)

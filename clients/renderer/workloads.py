@@ -1,10 +1,11 @@
-"""The Kubernetes objects for one component in its effective deployment mode.
+"""Every Kubernetes object for one component in the deployment mode policyd decided for it.
 
-- RawDeployment: an ``apps/v1`` Deployment named ``<isvc>-<component>``.
-- OMENative and VirtualDeployment, single-node: rendered as a Deployment too, the one
-  single-node workload this renderer targets.
-- MultiNode: a ``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSet named ``<isvc>-<component>``,
-  ``leaderWorkerTemplate.size`` = 1 + worker.size. A router cannot run in this mode.
+- RawDeployment: a Deployment with its Service, autoscaler and PodDisruptionBudget (raw.py);
+  the router also gets the ServiceAccount it runs as, with a Role to read pods.
+- OMENative, single-node: rendered as RawDeployment, the one single-node workload OME's
+  reconcilers build.
+- MultiNode: a LeaderWorkerSet and its Service (multinode.py).
+- VirtualDeployment: nothing, as OME creates nothing for it.
 
 Pod specs keep only PodSpec fields, so OME's own keys (runner, leader, worker, minReplicas,
 labels, ...) never reach Kubernetes.
@@ -16,125 +17,73 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clients.renderer.parts import PARTS, pod_fields, worker_size
+from clients.renderer.metadata import ComponentMeta
+from clients.renderer.model import Model
+from clients.renderer.model_volume import add_model_volume, require_model_node
+from clients.renderer.multinode import multinode_objects
+from clients.renderer.parts import PARTS, worker_size
+from clients.renderer.pods import assemble, with_defaults
+from clients.renderer.raw import raw_objects, router_access
 from policyd.errors import InvalidInput
 from policyd.semantics.modes import EffectiveMode
 
 MULTI_NODE = "MultiNode"
-LABEL_ISVC = "ome.io/inferenceservice"
-LABEL_COMPONENT = "component"
-LABEL_RUNTIME = "serving-runtime"
-LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
+VIRTUAL_DEPLOYMENT = "VirtualDeployment"
+MODEL_COMPONENTS = ("engine", "decoder")  # the ones whose runners get the model, and whose pods go to it
 
 
 @dataclass(frozen=True)
-class Owner:
-    """What the objects belong to: the InferenceService and the runtime it runs on."""
+class Pods:
+    """What every pod of a component shares: the InferenceService's metadata for placeholders,
+    and the base model, if any."""
 
-    isvc_name: str
-    namespace: str | None
-    runtime_name: str
+    component_name: str
+    isvc_metadata: Mapping[str, Any]
+    model: Model | None
+
+    def finish(self, holder: Mapping[str, Any], path: str, hint: str, readiness_probe: bool) -> dict[str, Any]:
+        pod = assemble(holder, self.isvc_metadata, path, hint)
+        if self.model is not None:
+            add_model_volume(pod, self.model)
+            if self.component_name in MODEL_COMPONENTS:
+                require_model_node(pod, self.model)
+        return with_defaults(pod, readiness_probe)
 
 
-def check_runnable(component_name: str, mode: EffectiveMode) -> None:
-    """Refuse a mode the component cannot run in: the router cannot run MultiNode."""
-    if component_name == "router" and mode.mode == MULTI_NODE:
-        raise InvalidInput(
-            "",
-            f"Failed to reconcile component with invalid deployment mode for router: MultiNode (set by {mode.source})",
-        )
-
-
-def build_workload(
-    component_name: str, component: Mapping[str, Any], mode: EffectiveMode, owner: Owner
-) -> dict[str, Any]:
-    """The Deployment or LeaderWorkerSet for a merged component; a MultiNode one is expected
-    with its PodSpec fields and runner folded into its leader and worker (merge.fold_into_parts)."""
-    check_runnable(component_name, mode)
-    labels = {**(component.get("labels") or {}), **_own_labels(owner, component_name)}
-    template_metadata: dict[str, Any] = {"labels": labels}
-    if component.get("annotations"):
-        template_metadata["annotations"] = dict(component["annotations"])
-    metadata: dict[str, Any] = {"name": f"{owner.isvc_name}-{component_name}"}
-    if owner.namespace:
-        metadata["namespace"] = owner.namespace
-    metadata["labels"] = dict(labels)
-    replicas = component.get("minReplicas", 1)
+def build_objects(
+    component: Mapping[str, Any], mode: EffectiveMode, meta: ComponentMeta, pods: Pods
+) -> list[dict[str, Any]]:
+    """The objects for a merged component; a MultiNode one is expected with its PodSpec fields
+    and runner folded into its leader and worker (merge.fold_into_parts)."""
+    name = pods.component_name
+    if mode.mode == VIRTUAL_DEPLOYMENT:
+        return []
     if mode.mode == MULTI_NODE:
-        return {
-            "apiVersion": LWS_API_VERSION,
-            "kind": "LeaderWorkerSet",
-            "metadata": metadata,
-            "spec": {
-                "replicas": replicas,
-                "leaderWorkerTemplate": _leader_worker(component_name, component, template_metadata),
-            },
-        }
-    if not isinstance(component.get("runner"), Mapping):
-        hint = (
-            f"; its leader and worker run only in MultiNode, and it runs in {mode.mode} (set by {mode.source})"
-            if _has_parts(component)
-            else ""
-        )
+        return _multinode(component, meta, pods)
+    hint = f"runtime declares no {name}Config.runner and the InferenceService sets none"
+    if any(component.get(part) is not None for part in PARTS):
+        hint += f"; its leader and worker run only in MultiNode, and it runs in {mode.mode} (set by {mode.source})"
+    pod = pods.finish(component, "", hint, readiness_probe=True)
+    if name != "router":
+        return raw_objects(meta, component, pod)
+    pod["serviceAccountName"] = meta.name  # OME runs the router as its own ServiceAccount
+    return [*router_access(meta), *raw_objects(meta, component, pod)]
+
+
+def _multinode(component: Mapping[str, Any], meta: ComponentMeta, pods: Pods) -> list[dict[str, Any]]:
+    name = pods.component_name
+    if not isinstance(component.get("worker"), Mapping):
         raise InvalidInput(
-            "", f"runtime declares no {component_name}Config.runner and the InferenceService sets none{hint}"
+            "", f"MultiNode needs a worker: runtime declares no {name}Config.worker and the InferenceService sets none"
         )
-    # The selector leaves out serving-runtime: a Deployment's selector cannot change, the runtime can.
-    selector = {key: labels[key] for key in (LABEL_ISVC, LABEL_COMPONENT)}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": metadata,
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": selector},
-            "template": _pod_template(component, template_metadata, ""),
-        },
-    }
-
-
-def check_multi_node(component_name: str, component: Mapping[str, Any]) -> None:
-    """Refuse a MultiNode component without a worker runner and size, or with a runner-less leader."""
-    worker = component.get("worker")
-    if not (isinstance(worker, Mapping) and isinstance(worker.get("runner"), Mapping)):
-        raise InvalidInput(
-            "",
-            f"MultiNode needs a worker runner: runtime declares no {component_name}Config.worker.runner "
-            "and the InferenceService sets none",
-        )
-    worker_size(component)
-    leader = component.get("leader")
-    if leader is not None and not isinstance(leader.get("runner"), Mapping):
-        raise InvalidInput("leader.runner", "a leader needs a runner")
-
-
-def _leader_worker(
-    component_name: str, component: Mapping[str, Any], template_metadata: Mapping[str, Any]
-) -> dict[str, Any]:
-    check_multi_node(component_name, component)
-    template: dict[str, Any] = {"size": 1 + worker_size(component)}
-    # Without a leaderTemplate, LeaderWorkerSet runs the leader from the workerTemplate.
-    if component.get("leader") is not None:
-        template["leaderTemplate"] = _pod_template(component["leader"], template_metadata, "leader.")
-    template["workerTemplate"] = _pod_template(component["worker"], template_metadata, "worker.")
-    return template
-
-
-def _pod_template(holder: Mapping[str, Any], metadata: Mapping[str, Any], path: str) -> dict[str, Any]:
-    fields = pod_fields(holder)
-    runner = holder["runner"]
-    sidecars = fields.pop("containers", None) or []
-    if any(isinstance(sidecar, Mapping) and sidecar.get("name") == runner.get("name") for sidecar in sidecars):
-        raise InvalidInput(f"{path}containers", f"a container has the runner's name {runner.get('name')!r}")
-    return {
-        "metadata": {key: dict(value) for key, value in metadata.items()},
-        "spec": {"containers": [runner, *sidecars], **fields},
-    }
-
-
-def _own_labels(owner: Owner, component_name: str) -> dict[str, str]:
-    return {LABEL_ISVC: owner.isvc_name, LABEL_COMPONENT: component_name, LABEL_RUNTIME: owner.runtime_name}
-
-
-def _has_parts(component: Mapping[str, Any]) -> bool:
-    return any(component.get(part) is not None for part in PARTS)
+    leader_hint = (
+        f"a leader needs a runner: runtime declares no {name}Config.leader.runner or {name}Config.runner "
+        "and the InferenceService sets none"
+    )
+    worker_hint = (
+        f"a worker needs a runner: runtime declares no {name}Config.worker.runner or {name}Config.runner "
+        "and the InferenceService sets none"
+    )
+    leader = pods.finish(component["leader"], "leader.runner", leader_hint, readiness_probe=False)
+    worker = pods.finish(component["worker"], "worker.runner", worker_hint, readiness_probe=False)
+    return multinode_objects(meta, component, leader, worker, worker_size(component))

@@ -83,6 +83,7 @@ class Reason(_message.Message):
     MESSAGE_FIELD_NUMBER: _builtins.int
     ENTRY_INDEX_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
+    PARTS_FIELD_NUMBER: _builtins.int
     rule_id: _builtins.str
     effect: _builtins.str
     """exclude, reject, skip, advise or score."""
@@ -98,6 +99,10 @@ class Reason(_message.Message):
     """The verdict's kind as the rule file declares it (e.g. Incompatible, Disabled,
     Advisory), so clients read the verdict instead of parsing the message.
     """
+    @_builtins.property
+    def parts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Reason]:
+        """The reasons a group combined into this one (e.g. each entry's format mismatches), in order."""
+
     def __init__(
         self,
         *,
@@ -109,10 +114,11 @@ class Reason(_message.Message):
         message: _builtins.str = ...,
         entry_index: _builtins.int = ...,
         kind: _builtins.str = ...,
+        parts: _abc.Iterable[Global___Reason] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["component", b"component", "effect", b"effect", "entry_index", b"entry_index", "kind", b"kind", "message", b"message", "model_value", b"model_value", "rule_id", b"rule_id", "runtime_value", b"runtime_value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["component", b"component", "effect", b"effect", "entry_index", b"entry_index", "kind", b"kind", "message", b"message", "model_value", b"model_value", "parts", b"parts", "rule_id", b"rule_id", "runtime_value", b"runtime_value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

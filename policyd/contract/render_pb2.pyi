@@ -69,7 +69,8 @@ class RenderRequest(_message.Message):
     @_builtins.property
     def modes(self) -> _containers.RepeatedCompositeFieldContainer[_policy_pb2.ComponentMode]:
         """Each declared component's mode as policyd decided it (EffectiveResponse.components),
-        with its error; the renderer renders these and does not decide modes again.
+        with its error; the renderer renders these and does not decide modes again. A declared
+        component without one, or with an error, is an error in the response.
         """
 
     def __init__(
@@ -98,10 +99,14 @@ class RenderResponse(_message.Message):
     ERRORS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def objects(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Rendered Kubernetes objects, each as JSON text."""
+        """Rendered Kubernetes objects, each as JSON text: for each component (engine, decoder,
+        router) every object OME creates for it, in OME's order, owned by the InferenceService.
+        """
 
     @_builtins.property
-    def errors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def errors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """One per component that cannot be rendered ("<component>: <why>"), or one for the request."""
+
     def __init__(
         self,
         *,

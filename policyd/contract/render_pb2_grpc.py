@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class RendererServiceStub:
-    """A sidecar that turns a decision into Kubernetes workloads.
+    """A sidecar that turns a decision into the Kubernetes objects OME's controller creates.
     """
 
     def __init__(self, channel):
@@ -43,7 +43,7 @@ class RendererServiceStub:
 
 
 class RendererServiceServicer:
-    """A sidecar that turns a decision into Kubernetes workloads.
+    """A sidecar that turns a decision into the Kubernetes objects OME's controller creates.
     """
 
     def Render(self, request, context):
@@ -69,7 +69,7 @@ def add_RendererServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class RendererService:
-    """A sidecar that turns a decision into Kubernetes workloads.
+    """A sidecar that turns a decision into the Kubernetes objects OME's controller creates.
     """
 
     @staticmethod

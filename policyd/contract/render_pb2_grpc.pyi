@@ -27,7 +27,7 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class RendererServiceStub:
-    """A sidecar that turns a decision into Kubernetes workloads."""
+    """A sidecar that turns a decision into the Kubernetes objects OME's controller creates."""
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
@@ -37,13 +37,13 @@ class RendererServiceStub:
 
 @_typing.type_check_only
 class RendererServiceAsyncStub(RendererServiceStub):
-    """A sidecar that turns a decision into Kubernetes workloads."""
+    """A sidecar that turns a decision into the Kubernetes objects OME's controller creates."""
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Render: _aio.UnaryUnaryMultiCallable[_render_pb2.RenderRequest, _render_pb2.RenderResponse]  # type: ignore[assignment]
 
 class RendererServiceServicer(metaclass=_abc_1.ABCMeta):
-    """A sidecar that turns a decision into Kubernetes workloads."""
+    """A sidecar that turns a decision into the Kubernetes objects OME's controller creates."""
 
     @_abc_1.abstractmethod
     def Render(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from policyd.decision.evaluation import RuntimeEvaluation
+from policyd.decision.verdicts import RuntimeVerdict
 from policyd.policy.model import RankKey
 
 
-def _value(key: RankKey) -> Callable[[RuntimeEvaluation], Any]:
+def _value(key: RankKey) -> Callable[[RuntimeVerdict], Any]:
     if key.key == "kind":
         order = list(key.order)
         return lambda e: order.index(e.runtime.kind) if e.runtime.kind in order else len(order)
@@ -20,7 +20,7 @@ def _value(key: RankKey) -> Callable[[RuntimeEvaluation], Any]:
     return lambda e: e.runtime.meta.name
 
 
-def rank(evaluations: Sequence[RuntimeEvaluation], keys: Sequence[RankKey]) -> list[RuntimeEvaluation]:
+def rank(evaluations: Sequence[RuntimeVerdict], keys: Sequence[RankKey]) -> list[RuntimeVerdict]:
     """Selectable runtimes, best first. Stable sorts from the last key to the first."""
     ranked = [e for e in evaluations if e.selectable]
     for key in reversed(keys):

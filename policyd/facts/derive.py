@@ -1,16 +1,17 @@
-"""Derive fact records from a request, a runtime and its entries. Derivation
-only describes; the rules judge."""
+"""Derive fact records from a request, its model, the runtimes and their entries.
+Derivation only describes; the rules judge. Every field is declared in fields.py."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from policyd.resources.objects import BaseModel, Entry, InferenceService, ServingRuntime, VersionedName
+from policyd.policy.model import Scoring
+from policyd.resources.objects import BaseModel, Entry, InferenceService, ModelRef, ServingRuntime, VersionedName
 from policyd.semantics.format_label import format_label
-from policyd.semantics.modes import annotated_mode, requested_mode
+from policyd.semantics.modes import COMPONENTS, annotated_mode, effective_mode, requested_mode
 from policyd.semantics.pipelines import first_mismatch
 from policyd.semantics.versions import version_satisfies
 
@@ -20,23 +21,20 @@ T = TypeVar("T")
 # same runtime (and model) yields the same facts on every request.
 _MEMO_LIMIT = 50_000
 _INTRINSIC: dict[str, Record] = {}
-_ENTRIES: dict[tuple[str, str, Defaults], list[Record]] = {}
+_ENTRIES: dict[tuple[str, str, Scoring], tuple[Record, ...]] = {}
 _TAG = re.compile(r":(?P<tag>[\w][\w.-]{0,127})$")
 
 
 @dataclass(frozen=True)
 class Subject:
-    """What a decision is about: a model, with the InferenceService that serves it when there is one."""
+    """What a decision is about: the InferenceService (none when a model is explained alone),
+    its base model (none when it names none, or the one it names is missing)."""
 
-    model: BaseModel
-    isvc: InferenceService | None
     namespace: str
-
-
-@dataclass(frozen=True)
-class Defaults:
-    weight: int
-    priority: int
+    isvc: InferenceService | None
+    model: BaseModel | None
+    model_ref: ModelRef | None = None
+    named_runtime_found: bool = False
 
 
 def image_unpinned(image: str) -> bool:
@@ -51,36 +49,6 @@ def _pairs(values: Mapping[str, str]) -> list[str]:
     return [f"{k}={v}" for k, v in sorted(values.items())]
 
 
-def subject_facts(subject: Subject) -> Record:
-    """Fields that depend only on the request (computed once per request)."""
-    model, isvc = subject.model, subject.isvc
-    components = isvc.components if isvc else {}
-    spec_mode = isvc.deployment_mode if isvc else ""
-    return {
-        "namespace": subject.namespace,
-        "isvc_name": isvc.meta.name if isvc else "",
-        "isvc_has_decoder": "decoder" in components,
-        "isvc_has_router": "router" in components,
-        "accelerator_class_requested": isvc.accelerator_class if isvc else "",
-        "engine_mode_requested": requested_mode(components.get("engine"), spec_mode) if "engine" in components else "",
-        "decoder_mode_requested": requested_mode(components.get("decoder"), spec_mode)
-        if "decoder" in components
-        else "",
-        "router_mode_requested": requested_mode(components.get("router"), spec_mode) if "router" in components else "",
-        "model_name": model.meta.name,
-        "model_kind": model.kind,
-        "model_size_known": model.size is not None,
-        "model_size": model.size_text,
-        "model_format_label": format_label(model),
-        "model_format_name": model.format.name if model.format else "",
-        "model_format_version": model.format.version if model.format else "",
-        "model_framework_name": model.framework.name if model.framework else "",
-        "model_framework_version": model.framework.version if model.framework else "",
-        "model_architecture": model.architecture,
-        "model_quantization": model.quantization,
-    }
-
-
 def _memo(cache: dict[Any, T], key: Any, compute: Callable[[], T]) -> T:
     hit = cache.get(key)
     if hit is None:
@@ -90,9 +58,62 @@ def _memo(cache: dict[Any, T], key: Any, compute: Callable[[], T]) -> T:
     return hit
 
 
-def _intrinsic_facts(runtime: ServingRuntime) -> Record:
-    """Fields that depend on the runtime alone."""
-    return _memo(_INTRINSIC, runtime.digest, lambda: _runtime_only_facts(runtime))
+def _request_facts(isvc: InferenceService | None, subject: Subject) -> Record:
+    components = isvc.components if isvc else {}
+    spec_mode = isvc.deployment_mode if isvc else ""
+
+    def asked(component: str) -> str:
+        return requested_mode(components.get(component), spec_mode) if component in components else ""
+
+    ref = isvc.runtime if isvc else None
+    return {
+        "namespace": subject.namespace,
+        "isvc_name": isvc.meta.name if isvc else "",
+        "isvc_has_model": isvc is not None and isvc.model is not None,
+        "isvc_names_runtime": ref is not None,
+        "named_runtime": ref.name if ref else "",
+        "named_runtime_kind": ref.kind if ref else "",
+        "named_runtime_found": subject.named_runtime_found,
+        "isvc_has_engine": "engine" in components,
+        "isvc_has_decoder": "decoder" in components,
+        "isvc_has_router": "router" in components,
+        "accelerator_classes_requested": list(isvc.accelerator_classes) if isvc else [],
+        "engine_mode_requested": asked("engine"),
+        "decoder_mode_requested": asked("decoder"),
+        "router_mode_requested": asked("router"),
+        "engine_mode_requested_text": asked("engine") or "none",
+        "decoder_mode_requested_text": asked("decoder") or "none",
+        "isvc_scaling_mode": isvc.scaling_mode if isvc else "",
+    }
+
+
+def _model_facts(model: BaseModel | None, ref: ModelRef | None) -> Record:
+    return {
+        "model_found": model is not None,
+        "model_name": model.meta.name if model else ref.name if ref else "",
+        "model_kind": model.kind if model else ref.kind if ref else "",
+        "model_disabled": model.disabled if model else False,
+        "model_distribution": model.distribution if model else "",
+        "model_size_known": model is not None and model.size is not None,
+        "model_size": model.size_text if model else "",
+        "model_format_label": format_label(model) if model else "",
+        "model_format_name": model.format.name if model and model.format else "",
+        "model_format_version": model.format.version if model and model.format else "",
+        "model_format_version_set": model is not None and model.format is not None and model.format.version_set,
+        "model_has_framework": model is not None and model.framework is not None,
+        "model_framework_name": model.framework.name if model and model.framework else "",
+        "model_framework_version": model.framework.version if model and model.framework else "",
+        "model_framework_version_set": model is not None
+        and model.framework is not None
+        and model.framework.version_set,
+        "model_architecture": model.architecture if model else "",
+        "model_quantization": model.quantization if model else "",
+    }
+
+
+def subject_record(subject: Subject) -> Record:
+    """The request record: the InferenceService's facts and its model's (computed once per request)."""
+    return {**_request_facts(subject.isvc, subject), **_model_facts(subject.model, subject.model_ref)}
 
 
 def _runtime_only_facts(runtime: ServingRuntime) -> Record:
@@ -101,11 +122,14 @@ def _runtime_only_facts(runtime: ServingRuntime) -> Record:
         "runtime_name": runtime.meta.name,
         "runtime_kind": runtime.kind,
         "runtime_namespace": runtime.meta.namespace,
+        "runtime_scope": "namespace-scoped" if runtime.namespaced else "cluster-scoped",
         "runtime_labels": _pairs(runtime.meta.labels),
         "runtime_annotations": _pairs(runtime.meta.annotations),
         "runtime_images": list(runtime.images),
         "runtime_image_unpinned": any(image_unpinned(i) for i in runtime.images),
         "runtime_disabled": runtime.disabled,
+        "runtime_autoscaler_policy_ref": runtime.autoscaler_policy_ref,
+        "runtime_scaling_mode": runtime.scaling_mode,
         "engine_mode_runtime": annotated_mode(runtime.components.get("engine")),
         "decoder_mode_runtime": annotated_mode(runtime.components.get("decoder")),
         "router_mode_runtime": annotated_mode(runtime.components.get("router")),
@@ -113,81 +137,111 @@ def _runtime_only_facts(runtime: ServingRuntime) -> Record:
         "size_range_set": rng is not None,
         "size_range_min": rng.min_text if rng else "",
         "size_range_max": rng.max_text if rng else "",
+        "runtime_auto_select": any(e.auto_select for e in runtime.entries),
     }
 
 
-def runtime_facts(subject: Subject, runtime: ServingRuntime) -> Record:
-    """Fields about one runtime for this request."""
+def intrinsic_facts(runtime: ServingRuntime) -> Record:
+    """The fields that depend on the runtime alone (what the catalog's admission may test)."""
+    return _memo(_INTRINSIC, runtime.digest, lambda: _runtime_only_facts(runtime))
+
+
+def runtime_record(
+    subject: Subject, base: Record, runtime: ServingRuntime, entries: Sequence[Record], scoring: Scoring, named: bool
+) -> Record:
+    """The record of one runtime for this request; ``entries`` are its entry facts."""
     rng = runtime.size_range
-    size = subject.model.size
-    requested_class = subject.isvc.accelerator_class if subject.isvc else ""
+    size = subject.model.size if subject.model else None
+    requested = subject.isvc.accelerator_classes if subject.isvc else ()
+    listed = runtime.accelerator_classes or ()
     return {
-        **_intrinsic_facts(runtime),
-        "accelerator_class_listed": not requested_class or requested_class in (runtime.accelerator_classes or ()),
+        **base,
+        **intrinsic_facts(runtime),
+        "runtime_named": named,
+        "accelerator_class_listed": all(c in listed for c in requested),
         "size_in_range": rng is None or size is None or rng.min <= size <= rng.max,
+        "runtime_score": scoring.runtime_score(entries),
     }
 
 
-def _version_match(model: VersionedName | None, entry: VersionedName) -> bool:
-    if entry.parsed is None:
-        return True
-    if model is None or model.parsed is None:
+def _satisfies(model: VersionedName, entry: VersionedName) -> bool:
+    # an empty version is set but unreadable: OME's comparison fails
+    if model.parsed is None or entry.parsed is None:
         return False
     return version_satisfies(model.parsed, entry.parsed, entry.operator)
 
 
-def entry_facts(model: BaseModel, entry: Entry | None, defaults: Defaults) -> Record:
-    """Fields about one supportedModelFormats entry against the model."""
-    if entry is None:
-        return {
-            "entry_index": -1,
-            "entry_auto_select": False,
-            "entry_format_name": "",
-            "entry_format_version": "",
-            "entry_framework_name": "",
-            "entry_framework_version": "",
-            "entry_architecture": "",
-            "entry_quantization": "",
-            "format_name_match": False,
-            "format_version_match": False,
-            "framework_name_match": False,
-            "framework_version_match": False,
-            "pipeline_mismatch": "",
-            "pipeline_component": "",
-            "pipeline_model_value": "",
-            "pipeline_runtime_value": "",
-            "format_weight": 0,
-            "framework_weight": 0,
-            "priority": 0,
-        }
+def _version_match(model: VersionedName | None, entry: VersionedName) -> bool:
+    """Both versions set and the model's passes the entry's, or neither set."""
+    if model is None or not model.version_set or not entry.version_set:
+        return not entry.version_set and (model is None or not model.version_set)
+    return _satisfies(model, entry)
+
+
+def _versions_agree(model: VersionedName | None, entry: VersionedName) -> bool:
+    """As OME scores an entry: a version set on one side only does not count against it."""
+    if model is None or not model.version_set or not entry.version_set:
+        return True
+    return _satisfies(model, entry)
+
+
+def _weight(name: VersionedName, unset: int, zero: int) -> int:
+    if not name.weight_set:
+        return unset
+    return zero if name.weight == 0 else name.weight
+
+
+def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
     mismatch = first_mismatch(model.pipeline, entry.pipeline)
+    fmt, fw = model.format, model.framework
+    format_name_match = fmt is not None and fmt.name == entry.format.name
+    framework_name_match = fw is not None and fw.name == entry.framework.name
     return {
         "entry_index": entry.index,
-        "entry_auto_select": entry.auto_select,
+        "entry_auto_select": entry.auto_select is True,
+        "entry_counts_for_score": entry.auto_select is not False,
         "entry_format_name": entry.format.name,
         "entry_format_version": entry.format.version,
+        "entry_format_version_set": entry.format.version_set,
         "entry_framework_name": entry.framework.name,
         "entry_framework_version": entry.framework.version,
+        "entry_framework_version_set": entry.framework.version_set,
         "entry_architecture": entry.architecture,
         "entry_quantization": entry.quantization,
-        "format_name_match": model.format is not None and model.format.name == entry.format.name,
-        "format_version_match": _version_match(model.format, entry.format),
-        "framework_name_match": model.framework is not None and model.framework.name == entry.framework.name,
-        "framework_version_match": _version_match(model.framework, entry.framework),
+        "format_name_match": format_name_match,
+        "format_version_match": _version_match(fmt, entry.format),
+        "framework_name_match": framework_name_match,
+        "framework_version_match": _version_match(fw, entry.framework),
+        "entry_score_eligible": format_name_match
+        and framework_name_match
+        and _versions_agree(fmt, entry.format)
+        and _versions_agree(fw, entry.framework),
         "pipeline_mismatch": mismatch.kind if mismatch else "",
         "pipeline_component": mismatch.component if mismatch else "",
         "pipeline_model_value": mismatch.model_value if mismatch else "",
         "pipeline_runtime_value": mismatch.runtime_value if mismatch else "",
-        "format_weight": entry.format.weight if entry.format.weight_set else defaults.weight,
-        "framework_weight": entry.framework.weight if entry.framework.weight_set else defaults.weight,
-        "priority": defaults.priority if entry.priority is None else entry.priority,
+        "format_weight": _weight(entry.format, scoring.default_weight, scoring.zero_format_weight),
+        "framework_weight": _weight(entry.framework, scoring.default_weight, scoring.zero_framework_weight),
+        "priority": scoring.default_priority if entry.priority is None else entry.priority,
     }
 
 
-def records(subject: Subject, subject_record: Record, runtime: ServingRuntime, defaults: Defaults) -> list[Record]:
-    """One record per entry of ``runtime`` (one with entry_index -1 when it has none)."""
-    base = {**subject_record, **runtime_facts(subject, runtime)}
-    entries: tuple[Entry | None, ...] = runtime.entries or (None,)
-    key = (subject.model.digest, runtime.digest, defaults)
-    per_entry = _memo(_ENTRIES, key, lambda: [entry_facts(subject.model, e, defaults) for e in entries])
-    return [{**base, **facts} for facts in per_entry]
+def entry_facts(model: BaseModel, runtime: ServingRuntime, scoring: Scoring) -> tuple[Record, ...]:
+    """The entry-only fields of each supportedModelFormats entry against the model."""
+    key = (model.digest, runtime.digest, scoring)
+    return _memo(_ENTRIES, key, lambda: tuple(_entry_facts(model, e, scoring) for e in runtime.entries))
+
+
+def component_records(runtime_rec: Record, isvc: InferenceService, runtime: ServingRuntime | None) -> list[Record]:
+    """One record per component the InferenceService declares, with the mode it runs in."""
+    out = []
+    for name in COMPONENTS:
+        if name not in isvc.components:
+            continue
+        mode = effective_mode(
+            name, isvc.components[name], runtime.components.get(name) if runtime else None, isvc.deployment_mode
+        )
+        out.append(
+            {**runtime_rec, "component_name": name, "component_mode": mode.mode, "component_mode_source": mode.source}
+        )
+    return out

@@ -1,14 +1,13 @@
 """Evaluate fact records with durable-rules: one engine (Host) per policy revision.
 
-Rules with a first-match effect share a ruleset per group (``compat`` for
-exclude, ``select`` for reject/skip), ordered by ``order`` through durable's
-priority, so an event is consumed by the first rule it matches — the first
-reason in rule order. Each advise/score rule is a ruleset of its own, since
-several may apply. Every ruleset ends in a catch-all so each event fires exactly
-one action and a batch never raises MessageNotHandledException.
+Each scope (request, model, runtime, entry, component) is a ruleset holding that scope's
+rules. Records are asserted as facts, so every rule whose condition holds fires; what a
+group makes of its fired rules (the first, or all joined) is the decision's business. A
+catch-all rule makes every fact handled; a batch's facts live in a session of their own,
+deleted afterwards.
 
-Verdicts are a pure function of the fields the rules test, so they are memoised
-by those fields for the life of the revision.
+Which rules fire is a pure function of the fields the scope's rules test, so it is
+memoised by those fields for the life of the revision.
 """
 
 from __future__ import annotations
@@ -16,31 +15,17 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import durable.engine
 
-from policyd.facts.fields import FIELDS, LIST
+from policyd.facts.fields import FIELDS, LIST, SCOPES
 from policyd.policy.model import Rule
 
-PASS = "__pass__"
+ANY = "__any__"
 _MEMO_LIMIT = 200_000
 _ids = itertools.count()
-
-
-@dataclass(frozen=True)
-class RecordVerdict:
-    compat: Rule | None  # first exclude rule matched
-    select: Rule | None  # first reject/skip rule matched
-    advisories: tuple[Rule, ...]
-    points: int
-
-    @property
-    def first(self) -> Rule | None:
-        """The first rule in order among the first-match verdicts."""
-        hits = [r for r in (self.compat, self.select) if r is not None]
-        return min(hits, key=lambda r: r.order) if hits else None
+Fired = tuple[Rule, ...]  # in rule order
 
 
 class _Host(durable.engine.Host):  # type: ignore[misc]
@@ -54,96 +39,110 @@ class _Host(durable.engine.Host):  # type: ignore[misc]
 
         return act
 
+    def _run(self) -> None:
+        """No dispatch timers: facts are asserted synchronously, and durable's timer threads
+        would otherwise poll every ruleset forever, one pair per revision."""
+
+
+class _Scope:
+    """The compiled rules of one scope and the memo of what fires for which facts."""
+
+    def __init__(self, name: str, rules: Sequence[Rule]) -> None:
+        self.name = name
+        self.rules = tuple(sorted(rules, key=lambda r: r.order))
+        self.fields = sorted(frozenset().union(*(r.fields for r in self.rules))) if self.rules else []
+        self.lists = {f for f in self.fields if FIELDS[f].type == LIST}
+        self.memo: dict[tuple[Any, ...], Fired] = {}
+
+    def key(self, record: Mapping[str, Any]) -> tuple[Any, ...]:
+        return tuple(tuple(record[f]) if f in self.lists else record[f] for f in self.fields)
+
+    def fact(self, index: int, record: Mapping[str, Any], sid: str) -> dict[str, Any]:
+        fact: dict[str, Any] = {"_i": index, "sid": sid}
+        for f in self.fields:
+            # every list gets an extra "" item, so not_contains holds for an empty list
+            fact[f] = [*record[f], ""] if f in self.lists else record[f]
+        return fact
+
 
 class RuleEngine:
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = tuple(rules)
         self._by_id = {r.id: r for r in self.rules}
-        self._fields = sorted(frozenset().union(*(r.fields for r in self.rules))) if self.rules else []
-        self._lists = {f for f in self._fields if FIELDS[f].type == LIST}
-        groups: dict[str, list[Rule]] = {}
-        for rule in sorted(self.rules, key=lambda r: r.order):
-            groups.setdefault(rule.group, []).append(rule)
-        self._groups = list(groups)
+        self._scopes = {s: _Scope(s, [r for r in self.rules if r.applies_to == s]) for s in SCOPES}
         self._prefix = f"r{next(_ids)}"
         definitions = {
-            f"{self._prefix}/{group}": {
-                **{
-                    rule.id: {"pri": rule.order, "all": [{"m": rule.condition}], "run": f"{group}|{rule.id}"}
-                    for rule in members
-                },
-                PASS: {"pri": 2_000_000, "all": [{"m": {"$neq": {"_i": -1}}}], "run": f"{group}|{PASS}"},
+            f"{self._prefix}/{scope.name}": {
+                **{rule.id: {"all": [{"m": rule.condition}], "run": rule.id} for rule in scope.rules},
+                ANY: {"all": [{"m": {"$neq": {"_i": -1}}}], "run": ANY},
             }
-            for group, members in groups.items()
+            for scope in self._scopes.values()
+            if scope.rules
         }
-        self._hits: dict[tuple[int, str], str] = {}  # the current batch's fired rules (one batch at a time)
+        self._hits: dict[int, list[str]] = {}  # the current batch's fired rules (one batch at a time)
+        self._batches = itertools.count()
         self._lock = threading.Lock()
         # durable-rules sessions are shared state: concurrent batches on one host were seen to
         # cross their results, so one batch runs at a time (memo hits need no engine at all).
         self._engine_lock = threading.Lock()
-        self._memo: dict[tuple[Any, ...], RecordVerdict] = {}
         self._host = _Host(definitions, self._fired)
 
     def _fired(self, action: str, message: Mapping[str, Any]) -> None:
-        group, rule_id = action.split("|", 1)
-        self._hits[(message["_i"], group)] = rule_id
+        if action != ANY:
+            self._hits.setdefault(message["_i"], []).append(action)
 
-    def _key(self, record: Mapping[str, Any]) -> tuple[Any, ...]:
-        return tuple(tuple(record[f]) if f in self._lists else record[f] for f in self._fields)
+    def fields(self, scope: str) -> list[str]:
+        """The fact fields the rules of ``scope`` test."""
+        return list(self._scopes[scope].fields)
 
-    def _event(self, index: int, record: Mapping[str, Any]) -> dict[str, Any]:
-        event: dict[str, Any] = {"_i": index}
-        for f in self._fields:
-            event[f] = [*record[f], ""] if f in self._lists else record[f]
-        return event
-
-    def evaluate(self, records: Sequence[Mapping[str, Any]]) -> list[RecordVerdict]:
-        """The verdict for each record, in order."""
-        keys = [self._key(r) for r in records]
+    def fire(self, scope: str, records: Sequence[Mapping[str, Any]]) -> list[Fired]:
+        """The rules of ``scope`` each record fires, in rule order."""
+        compiled = self._scopes[scope]
+        if not compiled.rules:
+            return [() for _ in records]
+        keys = [compiled.key(r) for r in records]
+        memo = compiled.memo
         todo: dict[tuple[Any, ...], int] = {}
         for i, key in enumerate(keys):
-            if key not in self._memo and key not in todo:
+            if key not in memo and key not in todo:
                 todo[key] = i
         if todo:
             with self._engine_lock:
-                fresh = self._run([records[i] for i in todo.values()])
+                fresh = self._run(compiled, [records[i] for i in todo.values()])
             with self._lock:
-                if len(self._memo) > _MEMO_LIMIT:
-                    self._memo.clear()
-                self._memo.update(zip(todo, fresh, strict=True))
-        return [self._memo[k] for k in keys]
+                if len(memo) > _MEMO_LIMIT:
+                    memo.clear()
+                memo.update(zip(todo, fresh, strict=True))
+        return [memo[k] for k in keys]
 
     def warm_from(self, previous: RuleEngine) -> int:
-        """Judge, off the request path, the fact records the previous revision has seen,
-        so the first calls after a reload need not wait for the engine. Possible when
-        this revision tests no field the previous one did not."""
-        if not set(self._fields) <= set(previous._fields):
-            return 0
-        with previous._lock:
-            keys = list(previous._memo)
-        records = [
-            {f: list(v) if f in previous._lists else v for f, v in zip(previous._fields, key, strict=True)}
-            for key in keys
-        ]
-        self.evaluate(records)
-        return len(records)
+        """Judge, off the request path, the fact combinations the previous revision has seen,
+        so the first calls after a reload need not wait for the engine. Possible for each
+        scope whose rules test no field the previous revision's did not."""
+        warmed = 0
+        for name, scope in self._scopes.items():
+            old = previous._scopes[name]
+            if not scope.rules or not set(scope.fields) <= set(old.fields):
+                continue
+            with previous._lock:
+                keys = list(old.memo)
+            records = [
+                {f: list(v) if f in old.lists else v for f, v in zip(old.fields, key, strict=True)} for key in keys
+            ]
+            self.fire(name, records)
+            warmed += len(records)
+        return warmed
 
-    def _run(self, records: Sequence[Mapping[str, Any]]) -> list[RecordVerdict]:
+    def _run(self, scope: _Scope, records: Sequence[Mapping[str, Any]]) -> list[Fired]:
         """Judge records the memo has not seen; callers hold _engine_lock."""
         self._hits = {}
-        events = [self._event(i, r) for i, r in enumerate(records)]
-        for group in self._groups:
-            self._host.post_batch(f"{self._prefix}/{group}", [dict(e) for e in events])
+        ruleset = f"{self._prefix}/{scope.name}"
+        sid = f"b{next(self._batches)}"
+        try:
+            self._host.assert_facts(ruleset, [scope.fact(i, r, sid) for i, r in enumerate(records)])
+        finally:
+            self._host.delete_state(ruleset, sid)
         hits = self._hits
-        verdicts = []
-        for i in range(len(records)):
-            matched = [self._by_id[rid] for g in self._groups if (rid := hits.get((i, g), PASS)) != PASS]
-            verdicts.append(
-                RecordVerdict(
-                    compat=next((r for r in matched if r.group == "compat"), None),
-                    select=next((r for r in matched if r.group == "select"), None),
-                    advisories=tuple(r for r in matched if r.effect == "advise"),
-                    points=sum(r.points for r in matched if r.effect == "score"),
-                )
-            )
-        return verdicts
+        return [
+            tuple(sorted((self._by_id[h] for h in hits.get(i, ())), key=lambda r: r.order)) for i in range(len(records))
+        ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -14,14 +14,35 @@ from typing import Any
 import jsonschema
 import yaml
 
-from policyd.facts.fields import FIELDS
+from policyd.facts.fields import BOOL, ENTRY, FIELDS, RUNTIME, fields_of
 from policyd.policy import templates
 from policyd.policy.conditions import ConditionError, compile_condition
 from policyd.policy.messages import MESSAGE_VARIABLES
-from policyd.policy.model import Policy, RankKey, Rule, RuleTest, Scoring
+from policyd.policy.model import (
+    KINDED,
+    EntriesReason,
+    Group,
+    Kind,
+    Policy,
+    RankKey,
+    Rule,
+    RuleTest,
+    Scoring,
+)
 from policyd.resources.manifests import SAFE_LOADER
 
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
+# package data: policyd/rules links to the checkout's rules/, and a wheel ships them there
+BUNDLED_RULES = (Path(__file__).resolve().parents[1] / "rules").resolve()
+SETTINGS = ("messages", "kinds", "scoring", "ranking", "selection")
+# The effects a rule of each scope may have.
+SCOPE_EFFECTS = {
+    "request": ("refuse",),
+    "model": ("refuse",),
+    "runtime": ("refuse", "exclude", "reject", "skip", "advise", "score"),
+    "entry": ("exclude", "advise", "score"),
+    "component": ("refuse",),
+}
 
 
 @dataclass
@@ -46,26 +67,27 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-def _rule_lines(text: str) -> list[int]:
-    """1-based line of each item of the top-level ``rules`` list."""
+def _item_lines(text: str) -> dict[str, list[int]]:
+    """1-based line of each item of the top-level ``rules`` and ``groups`` lists."""
     node = yaml.compose(text, Loader=SAFE_LOADER)
     if not isinstance(node, yaml.MappingNode):
-        return []
-    for key, value in node.value:
-        if key.value == "rules" and isinstance(value, yaml.SequenceNode):
-            return [item.start_mark.line + 1 for item in value.value]
-    return []
+        return {}
+    return {
+        key.value: [item.start_mark.line + 1 for item in value.value]
+        for key, value in node.value
+        if key.value in ("rules", "groups") and isinstance(value, yaml.SequenceNode)
+    }
 
 
 def rule_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in RULE_FILE_SUFFIXES)
 
 
-def _read(path: Path) -> tuple[dict[str, Any], list[int], str]:
+def _read(path: Path) -> tuple[dict[str, Any], dict[str, list[int]], str]:
     text = path.read_text()
     try:
         doc = yaml.load(text, Loader=SAFE_LOADER)
-        lines = _rule_lines(text)
+        lines = _item_lines(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         raise RuleFileError(str(path), f"not valid YAML: {err}", line=mark.line + 1 if mark else 0) from None
@@ -74,71 +96,189 @@ def _read(path: Path) -> tuple[dict[str, Any], list[int], str]:
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is not None:
         path_items = list(error.absolute_path)
-        rule_id, line = "", 0
-        if len(path_items) >= 2 and path_items[0] == "rules" and isinstance(path_items[1], int):
+        item_id, line = "", 0
+        if len(path_items) >= 2 and path_items[0] in ("rules", "groups") and isinstance(path_items[1], int):
             index = path_items[1]
-            rule = doc["rules"][index]
-            rule_id = str(rule.get("id", f"#{index}")) if isinstance(rule, dict) else f"#{index}"
-            line = lines[index] if index < len(lines) else 0
+            item = doc[path_items[0]][index]
+            item_id = str(item.get("id", f"#{index}")) if isinstance(item, dict) else f"#{index}"
+            found = lines.get(str(path_items[0]), [])
+            line = found[index] if index < len(found) else 0
         location = ".".join(str(p) for p in path_items) or "(top level)"
-        raise RuleFileError(str(path), f"schema: {location}: {error.message}", rule_id, line)
+        raise RuleFileError(str(path), f"schema: {location}: {error.message}", item_id, line)
     return doc, lines, text
 
 
+def _templates(raw: Mapping[str, Any], keys: Sequence[str], allowed: Sequence[str], fail: Any) -> None:
+    for key in keys:
+        try:
+            templates.check(raw.get(key, ""), allowed)
+        except ValueError as err:
+            raise fail(f"{key}: {err}") from None
+
+
+def _tests(raw: Mapping[str, Any], scope: str, fail: Any) -> tuple[RuleTest, ...]:
+    visible = fields_of(scope)
+    entry_fields = fields_of(ENTRY)
+    tests = []
+    for i, test in enumerate(raw.get("tests", [])):
+        named = {*test["facts"], *(k for e in test.get("entries", []) for k in e)}
+        unknown = sorted(named - set(FIELDS))
+        if unknown:
+            raise fail(f"tests[{i}]: unknown fact field {', '.join(unknown)}")
+        foreign = sorted(set(test["facts"]) - set(visible))
+        foreign += sorted({k for e in test.get("entries", []) for k in e} - set(entry_fields))
+        if foreign:
+            raise fail(f"tests[{i}]: fact field {', '.join(foreign)} is not a field of {scope} records")
+        if test.get("entries") and scope != ENTRY:
+            raise fail(f"tests[{i}]: entries are given only to tests of entry groups")
+        tests.append(
+            RuleTest(
+                name=test.get("name", f"tests[{i}]"),
+                facts=test["facts"],
+                expect=test["expect"],
+                entries=tuple(test.get("entries", ())),
+            )
+        )
+    return tuple(tests)
+
+
 def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
-    rule_id = raw["id"]
+    rule_id, scope, effect = raw["id"], raw["applies_to"], raw["effect"]
 
     def fail(reason: str) -> RuleFileError:
         return RuleFileError(source, reason, rule_id, line)
 
+    if effect not in SCOPE_EFFECTS[scope]:
+        raise fail(f"a rule that applies to {scope} takes effect {' or '.join(SCOPE_EFFECTS[scope])}, not {effect}")
+    visible = fields_of(scope)
     try:
         condition, used = compile_condition(raw["when"])
     except ConditionError as err:
         raise fail(f"when: {err}") from None
-    if raw["applies_to"] == "runtime":
-        entry_fields = sorted(f for f in used if FIELDS[f].scope == "entry")
-        if entry_fields:
-            raise fail(f"applies_to runtime but tests entry fields {', '.join(entry_fields)}")
-    effect = raw["effect"]
+    foreign = sorted(f for f in used if f not in visible)
+    if foreign:
+        raise fail(f"applies to {scope} but tests {', '.join(foreign)}, which {scope} records do not carry")
+    if scope == RUNTIME and effect == "refuse":
+        request_bound = sorted(f for f in used if FIELDS[f].scope != RUNTIME or FIELDS[f].relational)
+        if request_bound:
+            # the catalog refuses such a runtime on its own, before any request
+            raise fail(f"a runtime refusal tests the runtime alone, not {', '.join(request_bound)}")
     if (effect == "score") != ("points" in raw):
         raise fail("points is required with effect score and allowed only there")
-    for key in ("reason", "component", "model_value", "runtime_value"):
-        try:
-            templates.check(raw.get(key, ""), FIELDS)
-        except ValueError as err:
-            raise fail(f"{key}: {err}") from None
-    try:
-        templates.check(raw.get("advisory", ""), (*FIELDS, "reason"))
-    except ValueError as err:
-        raise fail(f"advisory: {err}") from None
-    tests = []
-    for i, test in enumerate(raw.get("tests", [])):
-        unknown = sorted(set(test["facts"]) - set(FIELDS))
-        if unknown:
-            raise fail(f"tests[{i}]: unknown fact field {', '.join(unknown)}")
-        tests.append(RuleTest(name=test.get("name", f"tests[{i}]"), facts=test["facts"], expect=test["expect"]))
+    if "kind" in raw and effect not in KINDED:
+        raise fail(f"kind is declared only on rules that refuse, exclude or reject, not {effect}")
+    _templates(
+        raw,
+        ("reason", "refusal", "condition_message", "field", "component", "model_value", "runtime_value"),
+        list(visible),
+        fail,
+    )
+    _templates(raw, ("advisory",), [*visible, "reason"], fail)
     return Rule(
         id=rule_id,
         order=raw["order"],
-        applies_to=raw["applies_to"],
+        applies_to=scope,
         effect=effect,
+        kind=raw.get("kind", ""),
+        group=raw.get("group", ""),
         condition=condition,
         fields=used,
         reason=raw["reason"],
+        refusal=raw.get("refusal", ""),
+        condition_message=raw.get("condition_message", ""),
+        admission=raw.get("admission", True),
+        field=raw.get("field", ""),
         component=raw.get("component", ""),
         model_value=raw.get("model_value", ""),
         runtime_value=raw.get("runtime_value", ""),
         advisory=raw.get("advisory", ""),
         points=raw.get("points", 0),
-        tests=tuple(tests),
+        tests=_tests(raw, scope, fail),
         source=source,
         line=line,
     )
 
 
-def _settings(
-    found: dict[str, tuple[str, Any]], directory: Path
-) -> tuple[dict[str, str], Scoring, tuple[RankKey, ...]]:
+def _group(raw: Mapping[str, Any], source: str, line: int) -> Group:
+    group_id, scope = raw["id"], raw["applies_to"]
+
+    def fail(reason: str) -> RuleFileError:
+        return RuleFileError(source, f"group: {reason}", group_id, line)
+
+    if raw["effect"] not in SCOPE_EFFECTS[scope]:
+        raise fail(f"a group that applies to {scope} takes effect {' or '.join(SCOPE_EFFECTS[scope])}")
+    entries = raw.get("entries")
+    if (entries is not None) != (scope == ENTRY):
+        raise fail("entries (how several entries' reasons make the runtime's) is declared exactly on entry groups")
+    visible = list(fields_of(RUNTIME if scope == ENTRY else scope))
+    _templates(raw, ("component",), visible, fail)
+    _templates(raw, ("advisory",), [*visible, "reason"], fail)
+    if entries is not None:
+        _templates(entries, ("empty",), visible, fail)
+        _templates(entries, ("reason",), [*visible, "reasons"], fail)
+    return Group(
+        id=group_id,
+        applies_to=scope,
+        combine=raw["combine"],
+        join=raw.get("join", "; "),
+        order=raw["order"],
+        entries=EntriesReason(entries["join"], entries["reason"], entries.get("empty", "")) if entries else None,
+        effect=raw["effect"],
+        kind=raw.get("kind", ""),
+        component=raw.get("component", ""),
+        advisory=raw.get("advisory", ""),
+        tests=_tests(raw, scope, fail),
+        source=source,
+        line=line,
+    )
+
+
+def _bool_entry_fields(names: Sequence[str], where: str, file: str) -> tuple[str, ...]:
+    for name in names:
+        spec = FIELDS.get(name)
+        if spec is None or spec.scope != ENTRY or spec.type != BOOL:
+            raise RuleFileError(file, f"{where}: {name!r} is not a boolean entry fact")
+    return tuple(names)
+
+
+def _scoring(raw: Mapping[str, Any], file: str) -> Scoring:
+    matched = raw["matched_entry"]
+    zero = raw.get("zero_weight", {})
+    return Scoring(
+        default_weight=raw["default_weight"],
+        zero_format_weight=zero.get("format_weight", 0),
+        zero_framework_weight=zero.get("framework_weight", 0),
+        default_priority=raw["default_priority"],
+        add=tuple(raw["add"]),
+        multiply_by=raw["multiply_by"],
+        count=_bool_entry_fields(raw["count"], "scoring.count", file),
+        matched_count=_bool_entry_fields(matched["count"], "scoring.matched_entry.count", file),
+        matched_auto_selected=_bool_entry_fields(
+            matched.get("when_auto_selected", []), "scoring.matched_entry.when_auto_selected", file
+        ),
+        matched_priority=matched.get("priority", "entry"),
+    )
+
+
+Found = dict[str, tuple[str, Any]]  # setting -> (file, value)
+
+
+def _collect_settings(found: Found, doc: Mapping[str, Any], path: Path) -> None:
+    for key in SETTINGS:
+        if key not in doc:
+            continue
+        if key in ("messages", "kinds") and key in found:
+            clash = sorted(set(found[key][1]) & set(doc[key]))
+            if clash:
+                raise RuleFileError(str(path), f"{key} {', '.join(clash)} already defined in {found[key][0]}")
+            found[key] = (found[key][0], {**found[key][1], **doc[key]})
+        elif key in found:
+            raise RuleFileError(str(path), f"{key} is already declared in {found[key][0]}")
+        else:
+            found[key] = (str(path), doc[key])
+
+
+def _messages(found: Found, directory: Path) -> dict[str, str]:
     messages: dict[str, str] = found.get("messages", ("", {}))[1]
     for key, variables in MESSAGE_VARIABLES.items():
         if key not in messages:
@@ -150,67 +290,143 @@ def _settings(
     unknown = sorted(set(messages) - set(MESSAGE_VARIABLES))
     if unknown:
         raise RuleFileError(found["messages"][0], f"messages: unknown key {', '.join(unknown)}")
-    for key in ("scoring", "ranking"):
+    return messages
+
+
+@dataclass(frozen=True)
+class _Settings:
+    messages: dict[str, str]
+    kinds: dict[str, Kind]
+    scoring: Scoring
+    ranking: tuple[RankKey, ...]
+    listed: frozenset[str]
+    none_selectable: str
+
+
+def _settings(found: Found, directory: Path) -> _Settings:
+    for key in SETTINGS:
         if key not in found:
             raise RuleFileError(str(directory), f"{key} is not declared in any rule file")
-    raw_scoring = found["scoring"][1]
-    scoring = Scoring(
-        default_weight=raw_scoring["default_weight"],
-        default_priority=raw_scoring["default_priority"],
-        add=tuple(raw_scoring["add"]),
-        multiply_by=raw_scoring["multiply_by"],
-    )
+    kinds = {
+        name: Kind(name, k["when_named"], k["condition_reason"], k.get("event_reason", ""))
+        for name, k in found["kinds"][1].items()
+    }
     ranking = tuple(
         RankKey(key=k["key"], direction=k.get("direction", "asc"), order=tuple(k.get("order", ())))
         for k in found["ranking"][1]
     )
-    return messages, scoring, ranking
+    selection = found["selection"][1]
+    if selection["none_selectable"] not in kinds:
+        raise RuleFileError(
+            found["selection"][0], f"selection.none_selectable: kind {selection['none_selectable']} is not declared"
+        )
+    return _Settings(
+        messages=_messages(found, directory),
+        kinds=kinds,
+        scoring=_scoring(found["scoring"][1], found["scoring"][0]),
+        ranking=ranking,
+        listed=frozenset(selection["listed_as_excluded"]),
+        none_selectable=selection["none_selectable"],
+    )
 
 
-def load_policy(directory: Path) -> Policy:
-    """Read, validate and merge every rule file of ``directory`` (not its subdirectories)."""
+def _link(rules: list[Rule], groups: list[Group], kinds: Mapping[str, Kind]) -> list[Rule]:
+    """Check each rule's group and kind, and give rules in a group the group's kind."""
+    by_id = {g.id: g for g in groups}
+    linked = []
+    for rule in rules:
+        kind = rule.kind
+        if rule.group:
+            group = by_id.get(rule.group)
+            if group is None:
+                raise RuleFileError(rule.source, f"group {rule.group!r} is not declared", rule.id, rule.line)
+            if (group.applies_to, group.effect) != (rule.applies_to, rule.effect):
+                raise RuleFileError(
+                    rule.source,
+                    f"group {group.id} gathers {group.applies_to} rules with effect {group.effect}",
+                    rule.id,
+                    rule.line,
+                )
+            if kind and kind != group.kind:
+                raise RuleFileError(rule.source, f"kind {kind} differs from group {group.id}'s", rule.id, rule.line)
+            kind = group.kind
+        elif rule.applies_to == ENTRY and rule.effect == "exclude":
+            raise RuleFileError(
+                rule.source,
+                "an entry exclusion belongs to a group declaring how entries' reasons combine",
+                rule.id,
+                rule.line,
+            )
+        if rule.effect in KINDED:
+            if not kind:
+                raise RuleFileError(rule.source, f"effect {rule.effect} needs a kind", rule.id, rule.line)
+            if kind not in kinds:
+                known = ", ".join(sorted(kinds))
+                raise RuleFileError(rule.source, f"kind {kind} is not declared (kinds: {known})", rule.id, rule.line)
+        linked.append(rule if kind == rule.kind else Rule(**{**rule.__dict__, "kind": kind}))
+    for group in groups:
+        if group.effect in KINDED and group.kind not in kinds:
+            raise RuleFileError(
+                group.source, f"group: kind {group.kind or '(none)'} is not declared", group.id, group.line
+            )
+    return linked
+
+
+def _unique(rules: Sequence[Rule], groups: Sequence[Group]) -> None:
+    ids: dict[str, str] = {}
+    orders: dict[int, str] = {}
+    items: list[Rule | Group] = [*rules, *groups]
+    for item in items:
+        if item.id in ids:
+            raise RuleFileError(item.source, f"duplicate id (also in {ids[item.id]})", item.id, item.line)
+        ids[item.id] = item.source
+        if item.order in orders:
+            raise RuleFileError(
+                item.source, f"order {item.order} is also used by {orders[item.order]}", item.id, item.line
+            )
+        orders[item.order] = item.id
+
+
+def load_policy(directory: Path, settings_from: Path | None = None) -> Policy:
+    """Read, validate and merge every rule file of ``directory`` (not its subdirectories).
+    Settings (messages, kinds, scoring, ranking, selection) the directory does not declare
+    come from ``settings_from`` when given — so a directory of extra rules can be tested alone."""
     if not directory.is_dir():
         raise RuleFileError(str(directory), "rules directory does not exist")
-    rules: list[Rule] = []
-    settings: dict[str, tuple[str, Any]] = {}
-    digest = hashlib.sha256()
     files = rule_files(directory)
     if not files:
         raise RuleFileError(str(directory), "no rule files (*.yaml) in the rules directory")
+    rules: list[Rule] = []
+    groups: list[Group] = []
+    found: Found = {}
+    digest = hashlib.sha256()
     for path in files:
         doc, lines, text = _read(path)
         digest.update(path.name.encode() + b"\0" + text.encode() + b"\0")
-        for i, raw in enumerate(doc.get("rules", [])):
-            rules.append(_rule(raw, str(path), lines[i] if i < len(lines) else 0))
-        for key in ("messages", "scoring", "ranking"):
-            if key in doc:
-                if key in settings and key != "messages":
-                    raise RuleFileError(str(path), f"{key} is already declared in {settings[key][0]}")
-                if key == "messages" and key in settings:
-                    clash = sorted(set(settings[key][1]) & set(doc[key]))
-                    if clash:
-                        raise RuleFileError(
-                            str(path), f"messages {', '.join(clash)} already defined in {settings[key][0]}"
-                        )
-                    settings[key] = (settings[key][0], {**settings[key][1], **doc[key]})
-                else:
-                    settings[key] = (str(path), doc[key])
-    seen: dict[str, Rule] = {}
-    orders: dict[tuple[str, int], Rule] = {}
-    for rule in rules:
-        if rule.id in seen:
-            raise RuleFileError(rule.source, f"duplicate rule id (also in {seen[rule.id].source})", rule.id, rule.line)
-        seen[rule.id] = rule
-        if (rule.group, rule.order) in orders:
-            other = orders[(rule.group, rule.order)]
-            raise RuleFileError(rule.source, f"order {rule.order} is also used by rule {other.id}", rule.id, rule.line)
-        orders[(rule.group, rule.order)] = rule
-    messages, scoring, ranking = _settings(settings, directory)
+        at = lines.get("rules", [])
+        rules.extend(_rule(raw, str(path), at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("rules", [])))
+        at = lines.get("groups", [])
+        groups.extend(
+            _group(raw, str(path), at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("groups", []))
+        )
+        _collect_settings(found, doc, path)
+    if settings_from is not None and any(key not in found for key in SETTINGS):
+        base: Found = {}
+        for path in rule_files(settings_from):
+            _collect_settings(base, _read(path)[0], path)
+        found = {**base, **found}
+    settings = _settings(found, directory)
+    _unique(rules, groups)
+    linked = _link(rules, groups, settings.kinds)
     return Policy(
         revision=digest.hexdigest()[:12],
-        rules=tuple(sorted(rules, key=lambda r: r.order)),
-        messages=messages,
-        scoring=scoring,
-        ranking=ranking,
+        rules=tuple(sorted(linked, key=lambda r: r.order)),
+        groups=tuple(sorted(groups, key=lambda g: g.order)),
+        kinds=settings.kinds,
+        messages=settings.messages,
+        scoring=settings.scoring,
+        ranking=settings.ranking,
+        listed=settings.listed,
+        none_selectable=settings.none_selectable,
         sources=tuple(str(p) for p in files),
     )

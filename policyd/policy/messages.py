@@ -1,14 +1,16 @@
 """The message keys a rules directory must define, and the variables each may print.
 
-The texts themselves live in the rule files (rules/messages.yaml), so that OME's
-exact wording is data an operator can read and change.
+The texts themselves live in the rule files (rules/messages.yaml), so that OME's exact
+wording is data an operator can read and change. Refusals carry their own texts in the
+rules that make them; these are the messages that put a decision's answer together.
 """
 
 from __future__ import annotations
 
 MESSAGE_VARIABLES: dict[str, tuple[str, ...]] = {
     # Select: nothing can be selected
-    "no_runtime": ("model_name", "model_format_name", "namespace", "checked", "namespaced", "cluster"),
+    "no_runtime": ("model_name", "model_format_name", "namespace"),
+    "checked_runtimes": ("checked", "namespaced", "cluster"),  # only when some runtime was checked
     "excluded_runtimes": ("list",),
     "excluded_item": ("runtime_name", "reason"),
     "excluded_separator": (),
@@ -18,17 +20,4 @@ MESSAGE_VARIABLES: dict[str, tuple[str, ...]] = {
     "incompatible": ("runtime_name", "model_name", "model_format_name", "reason"),
     "named_warning": ("runtime_name", "model_name", "detail"),
     "named_event": ("runtime_name", "model_name", "detail"),
-    # Resolve rejections
-    "runtime_not_found": ("runtime_name", "namespace"),
-    "runtime_not_found_condition": ("runtime_name", "namespace"),
-    "runtime_disabled": ("runtime_name",),
-    "model_not_found": ("model_name", "model_kind", "namespace"),
-    "model_disabled": ("model_name",),
-    "model_sharded": ("model_name",),
-    "no_model_no_runtime": (),
-    # Effective modes and admission checks
-    "omenative_mismatch": ("engine_mode", "decoder_mode"),
-    "router_multinode": ("mode",),
-    "autoscaler_in_runtime": ("runtime_name",),
-    "scaling_mode": ("mode", "field"),
 }

@@ -22,9 +22,9 @@ class Revision:
         return self.policy.revision
 
 
-def build_revision(directory: Path) -> Revision:
+def build_revision(directory: Path, settings_from: Path | None = None) -> Revision:
     """Load, compile and self-test ``directory``; RuleFileError when any step fails."""
-    policy = load_policy(directory)
+    policy = load_policy(directory, settings_from)
     try:
         engine = RuleEngine(policy.rules)
     except Exception as err:  # durable-rules reports bad rulesets with bare errors
@@ -33,7 +33,5 @@ def build_revision(directory: Path) -> Revision:
     if failures:
         first = failures[0]
         more = f" (and {len(failures) - 1} more failing tests)" if len(failures) > 1 else ""
-        raise RuleFileError(
-            first.rule.source, f"test {first.test}: {first.message}{more}", first.rule.id, first.rule.line
-        )
+        raise RuleFileError(first.source, f"test {first.test}: {first.message}{more}", first.item_id, first.line)
     return Revision(policy, engine, count)

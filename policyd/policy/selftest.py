@@ -1,48 +1,85 @@
-"""Run the tests stored with the rules: input facts → expected first rule,
-effect, reason, advisories and points."""
+"""Run the tests stored with the rules and groups: input facts → the rules that fire, the
+first rule, its effect and kind, the reason the record (or the runtime, for a group) gets,
+advisories and points."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from policyd.facts.fields import neutral_record
-from policyd.policy import templates
-from policyd.policy.engine import RuleEngine
-from policyd.policy.model import Policy, Rule, RuleTest
+from policyd.decision.verdicts import Check, rule_reason, runtime_checks
+from policyd.facts.fields import ENTRY, RUNTIME, neutral_record
+from policyd.policy.engine import Fired, RuleEngine
+from policyd.policy.model import DECIDING, Group, Policy, Rule, RuleTest
 
 
 @dataclass(frozen=True)
 class TestFailure:
-    rule: Rule
+    source: str
+    line: int
+    what: str  # rule or group
+    item_id: str
     test: str
     message: str
 
     def __str__(self) -> str:
-        return f"{self.rule.source}:{self.rule.line}: rule {self.rule.id}: test {self.test}: {self.message}"
+        return f"{self.source}:{self.line}: {self.what} {self.item_id}: test {self.test}: {self.message}"
 
 
-def _check(test: RuleTest, engine: RuleEngine) -> list[str]:
-    record = {**neutral_record(), **test.facts}
-    verdict = engine.evaluate([record])[0]
-    first = verdict.first
-    expect = test.expect
-    problems = []
-    if "rule" in expect and (first.id if first else None) != expect["rule"]:
-        problems.append(f"first rule {first.id if first else None!r}, expected {expect['rule']!r}")
-    if "effect" in expect:
-        effect = first.effect if first else "pass"
-        if effect != expect["effect"]:
-            problems.append(f"effect {effect!r}, expected {expect['effect']!r}")
-    if "reason" in expect:
-        reason = templates.render(first.reason, record) if first else ""
-        if reason != expect["reason"]:
-            problems.append(f"reason {reason!r}, expected {expect['reason']!r}")
-    if "advisories" in expect:
-        got = [templates.render(r.reason, record) for r in verdict.advisories]
-        if got != expect["advisories"]:
-            problems.append(f"advisories {got!r}, expected {expect['advisories']!r}")
-    if "points" in expect and verdict.points != expect["points"]:
-        problems.append(f"points {verdict.points}, expected {expect['points']}")
+def _entry_reason(policy: Policy, record: Mapping[str, Any], fired: Fired) -> str:
+    """One record's reason: each group's reasons (first or every match, joined), then loose rules'."""
+    parts = []
+    for group in policy.groups:
+        members = [r for r in fired if r.group == group.id and r.effect in DECIDING]
+        if members:
+            chosen = members[:1] if group.combine == "first" else members
+            parts.append(group.join.join(rule_reason(r, record).message for r in chosen))
+    loose = [r for r in fired if not r.group and r.effect in DECIDING]
+    if loose and not parts:
+        parts.append(rule_reason(loose[0], record).message)
+    return "; ".join(parts)
+
+
+def _compare(problems: list[str], what: str, got: Any, expect: Mapping[str, Any], key: str) -> None:
+    if key in expect and got != expect[key]:
+        problems.append(f"{what} {got!r}, expected {expect[key]!r}")
+
+
+def _check_rule(test: RuleTest, rule: Rule, policy: Policy, engine: RuleEngine) -> list[str]:
+    record = {**neutral_record(rule.applies_to), **test.facts}
+    fired = engine.fire(rule.applies_to, [record])[0]
+    deciding = [r for r in fired if r.effect in DECIDING]
+    first = deciding[0] if deciding else None
+    expect, problems = test.expect, list[str]()
+    _compare(problems, "first rule", first.id if first else None, expect, "rule")
+    _compare(problems, "effect", first.effect if first else "pass", expect, "effect")
+    _compare(problems, "kind", first.kind if first else "", expect, "kind")
+    _compare(problems, "fired", [r.id for r in fired], expect, "fired")
+    _compare(problems, "reason", _entry_reason(policy, record, fired), expect, "reason")
+    advisories = [rule_reason(r, record).message for r in fired if r.effect == "advise"]
+    _compare(problems, "advisories", advisories, expect, "advisories")
+    _compare(problems, "points", sum(r.points for r in fired if r.effect == "score"), expect, "points")
+    return problems
+
+
+def _check_group(test: RuleTest, group: Group, policy: Policy, engine: RuleEngine) -> list[str]:
+    scope = RUNTIME if group.applies_to == ENTRY else group.applies_to
+    record = {**neutral_record(scope), **test.facts}
+    entries: Sequence[tuple[Mapping[str, Any], Fired]] = ()
+    fired: Fired = ()
+    if group.applies_to == ENTRY:
+        records = [{**neutral_record(ENTRY), **test.facts, "entry_index": i, **e} for i, e in enumerate(test.entries)]
+        entries = list(zip(records, engine.fire(ENTRY, records), strict=True))
+    else:
+        fired = engine.fire(scope, [record])[0]
+    checks, _ = runtime_checks(policy, record, fired, entries)
+    check: Check | None = next((c for c in checks if c.group is not None and c.group.id == group.id), None)
+    expect, problems = test.expect, list[str]()
+    _compare(problems, "effect", check.effect if check else "pass", expect, "effect")
+    _compare(problems, "kind", check.kind if check else "", expect, "kind")
+    _compare(problems, "reason", check.reason().message if check else "", expect, "reason")
+    _compare(problems, "rule", group.id if check else None, expect, "rule")
     return problems
 
 
@@ -52,5 +89,15 @@ def run_tests(policy: Policy, engine: RuleEngine) -> tuple[int, list[TestFailure
     for rule in policy.rules:
         for test in rule.tests:
             count += 1
-            failures.extend(TestFailure(rule, test.name, p) for p in _check(test, engine))
+            failures += [
+                TestFailure(rule.source, rule.line, "rule", rule.id, test.name, p)
+                for p in _check_rule(test, rule, policy, engine)
+            ]
+    for group in policy.groups:
+        for test in group.tests:
+            count += 1
+            failures += [
+                TestFailure(group.source, group.line, "group", group.id, test.name, p)
+                for p in _check_group(test, group, policy, engine)
+            ]
     return count, failures

@@ -36,6 +36,7 @@ from policyd.semantics.versions import check_operator, parse_version
 OME_GROUP = "ome.io/"
 API_VERSION = "ome.io/v1beta1"
 DEFAULT_NAMESPACE = "default"  # where a namespaced manifest without metadata.namespace lives, as with kubectl
+ACCELERATOR_CLASS_ANNOTATION = "ome.io/accelerator-class"
 # libyaml's safe loader when the platform has it: catalogs and rule reloads parse a lot of YAML.
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 Resource = BaseModel | ServingRuntime | InferenceService
@@ -114,6 +115,8 @@ def _versioned(doc: Mapping[str, Any] | None, path: str, entry: bool) -> Version
         name=name,
         version=version,
         parsed=parse_version(version, f"{path}.version") if version else None,
+        # OME records version "" for a model_index.json without _diffusers_version: set, matching nothing
+        version_set=doc.get("version") is not None,
         operator=check_operator(f.string(doc, "operator", f"{path}.operator"), f"{path}.operator"),
         weight=1 if weight is None else weight,
         weight_set=weight is not None,
@@ -196,11 +199,29 @@ def _entry(doc: Any, index: int) -> Entry:
         framework=framework,
         architecture=f.string(doc, "modelArchitecture", f"{path}.modelArchitecture"),
         quantization=f.string(doc, "quantization", f"{path}.quantization"),
-        auto_select=f.boolean(doc, "autoSelect", f"{path}.autoSelect", False),
-        priority=f.integer(doc, "priority", f"{path}.priority"),
+        auto_select=None
+        if doc.get("autoSelect") is None
+        else f.boolean(doc, "autoSelect", f"{path}.autoSelect", False),
+        priority=_priority(doc, f"{path}.priority"),
         pipeline=_pipeline(doc, f"{path}.diffusionPipeline"),
         accelerator_config=f.obj(doc, "acceleratorConfig", f"{path}.acceleratorConfig") or {},
     )
+
+
+def _priority(doc: Mapping[str, Any], path: str) -> int | None:
+    value = f.integer(doc, "priority", path)
+    if value is not None and not 1 <= value <= 2**31 - 1:
+        # the CRD's minimum, and its int32
+        raise InvalidInput(path, f"must be between 1 and {2**31 - 1}, got {value}")
+    return value
+
+
+def _scaling_mode(spec: Mapping[str, Any], path: str) -> str:
+    """spec.scalingPolicy.mode: Independent (the default) when the policy names none; empty without a policy."""
+    policy = f.obj(spec, "scalingPolicy", path)
+    if policy is None:
+        return ""
+    return f.string(policy, "mode", f"{path}.mode") or "Independent"
 
 
 def _images(spec: Mapping[str, Any]) -> tuple[str, ...]:
@@ -258,6 +279,8 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
         disabled=f.boolean(spec, "disabled", "spec.disabled", False),
         components=components,
         images=_images(spec),
+        autoscaler_policy_ref=spec.get("autoscalerPolicyRef") is not None,
+        scaling_mode=_scaling_mode(spec, "spec.scalingPolicy"),
         raw=doc,
         digest=content_digest(doc),
     )
@@ -286,17 +309,25 @@ def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
             revision=f.string(ref, "revision", "spec.runtime.revision"),
         )
     components = {}
+    classes = [meta.annotations.get(ACCELERATOR_CLASS_ANNOTATION, "")]
+    selector = f.obj(spec, "acceleratorSelector", "spec.acceleratorSelector") or {}
+    classes.append(f.string(selector, "acceleratorClass", "spec.acceleratorSelector.acceleratorClass"))
     for name in COMPONENTS:
         component = f.obj(spec, name, f"spec.{name}")
         if component is not None:
             components[name] = f.string_map(component, "annotations", f"spec.{name}.annotations")
-    selector = f.obj(spec, "acceleratorSelector", "spec.acceleratorSelector") or {}
+            if name in ("engine", "decoder"):
+                override = f.obj(component, "acceleratorOverride", f"spec.{name}.acceleratorOverride") or {}
+                classes.append(
+                    f.string(override, "acceleratorClass", f"spec.{name}.acceleratorOverride.acceleratorClass")
+                )
     return InferenceService(
         meta=meta,
         model=model,
         runtime=runtime,
         deployment_mode=check_mode(f.string(spec, "deploymentMode", "spec.deploymentMode"), "spec.deploymentMode"),
         components=components,
-        accelerator_class=f.string(selector, "acceleratorClass", "spec.acceleratorSelector.acceleratorClass"),
+        accelerator_classes=tuple(dict.fromkeys(c for c in classes if c)),
+        scaling_mode=_scaling_mode(spec, "spec.scalingPolicy"),
         raw=doc,
     )

@@ -27,7 +27,8 @@ class Meta:
 class VersionedName:
     name: str
     version: str = ""
-    parsed: Version | None = None
+    parsed: Version | None = None  # None when unset, or set to "" (which matches no version)
+    version_set: bool = False
     operator: str = "Equal"
     weight: int = 1
     weight_set: bool = False
@@ -74,7 +75,7 @@ class Entry:
     framework: VersionedName
     architecture: str
     quantization: str
-    auto_select: bool
+    auto_select: bool | None  # None when unset: it then neither enables auto-selection nor stops scoring
     priority: int | None
     pipeline: Pipeline | None
     accelerator_config: Mapping[str, Any]
@@ -99,6 +100,8 @@ class ServingRuntime:
     # component name -> annotations of engineConfig/decoderConfig/routerConfig, for declared configs only
     components: Mapping[str, Mapping[str, str]]
     images: tuple[str, ...]
+    autoscaler_policy_ref: bool
+    scaling_mode: str  # spec.scalingPolicy.mode, Independent when the policy sets none, empty without a policy
     raw: Mapping[str, Any]
     digest: str  # of the whole manifest: catalog revisions are built from these
 
@@ -129,5 +132,8 @@ class InferenceService:
     deployment_mode: str
     # declared components (engine, decoder, router) -> their annotations
     components: Mapping[str, Mapping[str, str]]
-    accelerator_class: str
+    # every accelerator class it names, in OME's order: the ome.io/accelerator-class annotation,
+    # spec.acceleratorSelector, then the engine's and the decoder's acceleratorOverride
+    accelerator_classes: tuple[str, ...]
+    scaling_mode: str  # as ServingRuntime.scaling_mode
     raw: Mapping[str, Any]

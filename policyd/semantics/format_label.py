@@ -11,7 +11,7 @@ def format_label(model: BaseModel) -> str:
     parts = ["mt"]
     if model.format is not None:
         parts.append(model.format.name)
-        if model.format.version:
+        if model.format.version_set:
             parts.append(model.format.version)
     if model.architecture:
         parts.append(model.architecture)
@@ -19,6 +19,6 @@ def format_label(model: BaseModel) -> str:
         parts.append(model.quantization)
     if model.framework is not None:
         parts.append(model.framework.name)
-        if model.framework.version:
+        if model.framework.version_set:
             parts.append(model.framework.version)
     return ":".join(parts)

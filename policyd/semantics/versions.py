@@ -1,54 +1,92 @@
-"""OME model version semantics: parsing and the entry operators.
+"""OME model version semantics (its modelver package): grammar and the entry operators.
 
-A version is ``[v]N(.N)*`` optionally followed by a pre-release or dev tag
-(``0.34.0.dev0``, ``1.0.0rc1``, ``2.0.0-beta.1``). Two versions are comparable
-only when their precision (number of numeric parts) and ``v`` prefix agree; a
-dev or pre-release version matches only the very same version, whatever the
-operator. With GreaterThan / GreaterThanOrEqual the *entry's* version is an
-upper limit on the model's.
+A version is ``[v]MAJOR[.MINOR[.PATCH]]`` — only a lowercase ``v`` prefix, numbers without
+leading zeroes — where the patch part may carry, in this order of extraction, ``+build``
+metadata, a ``-pre.release`` and a ``.dev`` tail: ``4.43.0+build``,
+``4.51.3-SAM-HQ-preview``, ``4.45.0.dev0``, ``1.2.3.4``. Anything else is unreadable,
+and OME cannot read it either.
+
+A version with pre-release, build or dev parts is unofficial: it matches only the very
+same version, whatever the operator. So does every comparison under ``Equal``, which
+ignores precision and the ``v`` prefix. ``GreaterThan`` and ``GreaterThanOrEqual`` compare
+only versions of the same precision and prefix, and the *entry's* version is an upper
+limit on the model's.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from policyd.errors import InvalidInput
 
 OPERATORS = ("Equal", "GreaterThan", "GreaterThanOrEqual")
 DEFAULT_OPERATOR = "Equal"
-
-_VERSION = re.compile(
-    r"^(?P<v>[vV]?)(?P<nums>\d+(?:\.\d+)*)"
-    r"(?P<pre>(?:[.\-+]?(?:dev|a|alpha|b|beta|rc|pre|preview|post)\.?\d*)+)?$"
-)
+_DIGITS = frozenset("0123456789")
+# A version longer than this is not a version: refuse it before reading it.
+MAX_VERSION_LENGTH = 256
 
 
 @dataclass(frozen=True)
 class Version:
     text: str
-    prefixed: bool
-    parts: tuple[int, ...]
-    prerelease: str
+    prefix: str
+    major: int
+    minor: int
+    patch: int
+    pre: tuple[str, ...]
+    build: tuple[str, ...]
+    dev: tuple[str, ...]
+    precision: int  # how many of major.minor.patch were written
 
     @property
-    def is_prerelease(self) -> bool:
-        return bool(self.prerelease)
+    def unofficial(self) -> bool:
+        return bool(self.pre or self.build or self.dev)
+
+    def _key(self) -> tuple[int, int, int, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        return (self.major, self.minor, self.patch, self.pre, self.build, self.dev)
+
+
+def _number(text: str, part: str, source: str, field: str) -> int:
+    if not text or not set(text) <= _DIGITS:
+        raise InvalidInput(field, f"malformed version {source!r}: invalid character(s) in {part} number {text!r}")
+    if len(text) > 1 and text[0] == "0":
+        raise InvalidInput(field, f"malformed version {source!r}: {part} must not have leading zeroes: {text!r}")
+    return int(text)
+
+
+def _tags(text: str, what: str, source: str, field: str) -> tuple[str, ...]:
+    tags = tuple(text.split("."))
+    if any(not t for t in tags):
+        raise InvalidInput(field, f"malformed version {source!r}: {what} is empty")
+    return tags
 
 
 def parse_version(text: str, field: str = "version") -> Version:
-    """Parse ``text`` or raise InvalidInput naming ``field``."""
-    match = _VERSION.match(text.strip()) if isinstance(text, str) else None
-    if match is None:
-        raise InvalidInput(
-            field, f"malformed version {text!r} (expected digits separated by dots, e.g. 4.45.0 or 4.45.0.dev0)"
-        )
-    return Version(
-        text=text.strip(),
-        prefixed=bool(match.group("v")),
-        parts=tuple(int(p) for p in match.group("nums").split(".")),
-        prerelease=match.group("pre") or "",
-    )
+    """Parse ``text`` as OME does, or raise InvalidInput naming ``field``."""
+    if not isinstance(text, str) or not text:
+        raise InvalidInput(field, "malformed version: empty")
+    if len(text) > MAX_VERSION_LENGTH:
+        raise InvalidInput(field, f"malformed version: longer than {MAX_VERSION_LENGTH} characters")
+    parts = text.split(".", 2)
+    major_text = parts[0].removeprefix("v")
+    prefix = "v" if major_text != parts[0] else ""
+    major = _number(major_text, "major", text, field)
+    minor = _number(parts[1], "minor", text, field) if len(parts) > 1 else 0
+    rest = parts[2] if len(parts) > 2 else "0"
+    build: tuple[str, ...] = ()
+    pre: tuple[str, ...] = ()
+    dev: tuple[str, ...] = ()
+    if "+" in rest:
+        rest, tail = rest.split("+", 1)
+        build = _tags(tail, "build metadata", text, field)
+    if "-" in rest:
+        rest, tail = rest.split("-", 1)
+        pre = _tags(tail, "prerelease metadata", text, field)
+    if "." in rest:
+        rest, tail = rest.split(".", 1)
+        dev = _tags(tail, "dev metadata", text, field)
+    patch = _number(rest, "patch", text, field)
+    return Version(text, prefix, major, minor, patch, pre, build, dev, len(parts))
 
 
 def check_operator(operator: str, field: str = "operator") -> str:
@@ -62,12 +100,10 @@ def check_operator(operator: str, field: str = "operator") -> str:
 
 def version_satisfies(model: Version, entry: Version, operator: str) -> bool:
     """Whether the model's version passes the entry's version under ``operator``."""
-    if model.is_prerelease or entry.is_prerelease:
-        return model.text == entry.text
-    if model.prefixed != entry.prefixed or len(model.parts) != len(entry.parts):
+    if model.unofficial or entry.unofficial or operator == "Equal":
+        return entry._key() == model._key()
+    if model.precision != entry.precision or model.prefix != entry.prefix:
         return False
     if operator == "GreaterThan":
-        return entry.parts > model.parts
-    if operator == "GreaterThanOrEqual":
-        return entry.parts >= model.parts
-    return entry.parts == model.parts
+        return entry._key() > model._key()
+    return entry._key() >= model._key()

@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
-from importlib import metadata, resources
+from importlib import metadata
 from pathlib import Path
 from typing import NoReturn
 
@@ -25,15 +25,14 @@ from policyd.grpc_process import (
     parse_listen,
     wait_for_stop_signal,
 )
-from policyd.policy.loader import RuleFileError
+from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.server import observability as obs
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.watch import Watcher
 
 log = logging.getLogger("policyd")
-# The rules ship inside the package (a symlink to rules/ in a checkout), so an installed wheel has them.
-DEFAULT_RULES = Path(str(resources.files("policyd") / "rules")).resolve()
+DEFAULT_RULES = BUNDLED_RULES
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 

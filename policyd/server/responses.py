@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from policyd.contract import policy_pb2 as pb
-from policyd.decision.admission import Rejection
-from policyd.decision.evaluation import Reason, RuntimeEvaluation
+from policyd.contract import resources_pb2 as rpb
+from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict
+from policyd.resources.objects import Entry, Pipeline, PipelineComponent, VersionedName
 from policyd.resources.proto import manifest_to_message
 
 
@@ -19,10 +20,12 @@ def reason(value: Reason | None) -> pb.Reason | None:
         runtime_value=value.runtime_value,
         message=value.message,
         entry_index=value.entry_index,
+        kind=value.kind,
+        parts=[p for part in value.parts if (p := reason(part)) is not None],
     )
 
 
-def verdict(e: RuntimeEvaluation) -> pb.RuntimeVerdict:
+def verdict(e: RuntimeVerdict) -> pb.RuntimeVerdict:
     return pb.RuntimeVerdict(
         name=e.runtime.meta.name,
         kind=e.runtime.kind,
@@ -36,7 +39,45 @@ def verdict(e: RuntimeEvaluation) -> pb.RuntimeVerdict:
     )
 
 
-def ranked(e: RuntimeEvaluation) -> pb.RankedRuntime:
+def _name(value: VersionedName) -> rpb.VersionedName:
+    return rpb.VersionedName(
+        name=value.name,
+        version=value.version,
+        operator=value.operator,
+        weight=value.weight if value.weight_set else None,
+    )
+
+
+def _component(value: PipelineComponent) -> rpb.DiffusionComponent:
+    return rpb.DiffusionComponent(library=value.library or "", type=value.type or "")
+
+
+def _pipeline(value: Pipeline) -> rpb.DiffusionPipeline:
+    out = rpb.DiffusionPipeline(class_name=value.class_name or "")
+    for name, component in value.components.items():
+        getattr(out, "text_encoder" if name == "textEncoder" else name).CopyFrom(_component(component))
+    for key, component in value.additional.items():
+        out.additional_components[key].CopyFrom(_component(component))
+    return out
+
+
+def entry(value: Entry) -> rpb.SupportedModelFormat:
+    out = rpb.SupportedModelFormat(
+        model_format=_name(value.format),
+        model_framework=_name(value.framework),
+        model_architecture=value.architecture,
+        quantization=value.quantization,
+        auto_select=value.auto_select,
+        priority=value.priority,
+    )
+    if value.pipeline is not None:
+        out.diffusion_pipeline.CopyFrom(_pipeline(value.pipeline))
+    for accelerator, config in value.accelerator_config.items():
+        manifest_to_message(config, out.accelerator_config[accelerator])
+    return out
+
+
+def ranked(e: RuntimeVerdict) -> pb.RankedRuntime:
     out = pb.RankedRuntime(
         name=e.runtime.meta.name,
         kind=e.runtime.kind,
@@ -44,13 +85,12 @@ def ranked(e: RuntimeEvaluation) -> pb.RankedRuntime:
         score=e.score,
         entry_index=e.entry_index,
     )
-    formats = (e.runtime.raw.get("spec") or {}).get("supportedModelFormats") or []
-    if 0 <= e.entry_index < len(formats) and isinstance(formats[e.entry_index], dict):
-        manifest_to_message(formats[e.entry_index], out.entry)
+    if 0 <= e.entry_index < len(e.runtime.entries):
+        out.entry.CopyFrom(entry(e.runtime.entries[e.entry_index]))
     return out
 
 
-def rejection(value: Rejection | None) -> pb.Rejection | None:
+def rejection(value: Refusal | None) -> pb.Rejection | None:
     if value is None:
         return None
     return pb.Rejection(
@@ -58,5 +98,7 @@ def rejection(value: Rejection | None) -> pb.Rejection | None:
         field=value.field,
         condition_reason=value.condition_reason,
         condition_message=value.condition_message,
+        kind=value.kind,
+        rule_id=value.rule_id,
         component=value.component,
     )

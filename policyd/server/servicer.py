@@ -19,11 +19,8 @@ from policyd.catalog.snapshot import Catalog, CatalogObject, Key, make_key
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
-from policyd.decision.admission import runtime_refusals
-from policyd.decision.effective import effective_modes
-from policyd.decision.explain import explain_isvc, explain_model
-from policyd.decision.resolve import LOOKUPS, lookup, resolve
-from policyd.decision.select import select
+from policyd.decision import orchestrator as decide
+from policyd.decision.lookup import check_lookup
 from policyd.errors import InvalidInput
 from policyd.policy.revision import Revision
 from policyd.resources.manifests import parse_inference_service, parse_object
@@ -68,11 +65,6 @@ def catalog_object(obj: rpb.Object, field: str, fields: FieldCheck) -> CatalogOb
         raise InvalidInput(f"{field}.kind", "an InferenceService is not a catalog object")
     fields.manifest(manifest, field)
     return parsed
-
-
-def _check_lookup(value: str) -> None:
-    if value and value not in LOOKUPS:
-        raise InvalidInput("lookup", f"unknown lookup {value!r} (one of {', '.join(LOOKUPS)})")
 
 
 def _request_catalog(base: Catalog, value: pb.RequestCatalog, fields: FieldCheck) -> Catalog:
@@ -184,13 +176,14 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         isvc = _parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
-            result = select(catalog, isvc, revision)
+            result = decide.select(catalog, isvc, revision)
         return pb.SelectResponse(
             ranking=[responses.ranked(e) for e in result.ranking],
             error=result.error,
             warnings=list(result.warnings),
             excluded=[responses.verdict(e) for e in result.excluded],
             revisions=self._revisions(revision, catalog),
+            rejection=responses.rejection(result.refusal),
         )
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
@@ -204,7 +197,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         if which == "inference_service":
             isvc = _parse_isvc(request.inference_service, fields)
             with under(ISVC_FIELD):
-                explanation = explain_isvc(catalog, isvc, revision)
+                explanation = decide.explain_isvc(catalog, isvc, revision)
         elif which == "model":
             if not request.model.model.name:
                 raise InvalidInput("model.model.name", "is required")
@@ -215,13 +208,13 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 )
             ref = ModelRef(request.model.model.name, kind)
             with under("model"):
-                explanation = explain_model(catalog, ref, request.model.namespace, revision)
+                explanation = decide.explain_model(catalog, ref, request.model.namespace, revision)
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
         return pb.ExplainResponse(
             runtimes=[responses.verdict(e) for e in explanation.runtimes],
             model_format=explanation.model_format,
-            model_name=explanation.subject.model.meta.name,
+            model_name=explanation.model.meta.name,
             revisions=self._revisions(revision, catalog),
         )
 
@@ -231,21 +224,23 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def _resolve(
         self, request: pb.ResolveRequest, revision: Revision, base: Catalog, fields: FieldCheck
     ) -> pb.ResolveResponse:
-        _check_lookup(request.lookup)
+        lookup = check_lookup(request.lookup)
         isvc = _parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
-            result = resolve(catalog, isvc, revision, request.lookup or "v1.3")
-        evaluation = result.evaluation
+            result = decide.resolve(catalog, isvc, revision, lookup)
+        verdict = result.verdict
+        resolved = result.runtime if result.refusal is None else None
         return pb.ResolveResponse(
-            runtime=result.runtime.meta.name if result.runtime and not result.rejection else "",
-            runtime_kind=result.runtime.kind if result.runtime and not result.rejection else "",
-            runtime_namespace=result.runtime.meta.namespace if result.runtime and not result.rejection else "",
-            compatible=evaluation.compatible if evaluation else result.rejection is None,
-            reason=responses.reason(evaluation.compat_reason if evaluation else None),
+            runtime=resolved.meta.name if resolved else "",
+            runtime_kind=resolved.kind if resolved else "",
+            runtime_namespace=resolved.meta.namespace if resolved else "",
+            compatible=verdict.compatible if verdict and result.refusal is None else result.refusal is None,
+            reason=responses.reason(verdict.compat_reason if verdict else None),
             warning=result.warning,
             event=result.event,
-            rejection=responses.rejection(result.rejection),
+            event_reason=result.event_reason,
+            rejection=responses.rejection(result.refusal),
             entry_index=result.entry_index,
             revisions=self._revisions(revision, catalog),
         )
@@ -256,27 +251,18 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def _effective(
         self, request: pb.EffectiveRequest, revision: Revision, base: Catalog, fields: FieldCheck
     ) -> pb.EffectiveResponse:
-        _check_lookup(request.lookup)
+        lookup = check_lookup(request.lookup)
         isvc = _parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
-        runtime: ServingRuntime | None
-        if isvc.runtime is not None:
-            with under(ISVC_FIELD):
-                runtime = lookup(catalog, isvc, request.lookup or "v1.3")
-        else:
-            with under(ISVC_FIELD):
-                ranking = select(catalog, isvc, revision).ranking
-            runtime = ranking[0].runtime if ranking else None
-        result = effective_modes(isvc, runtime, revision.policy.messages)
+        with under(ISVC_FIELD):
+            result = decide.effective(catalog, isvc, revision, lookup)
+        runtime = result.runtime
         return pb.EffectiveResponse(
             runtime=runtime.meta.name if runtime else "",
             runtime_kind=runtime.kind if runtime else "",
             components=[
                 pb.ComponentMode(
-                    component=m.component,
-                    mode=m.mode,
-                    source=m.source,
-                    error=next((responses.rejection(e) for e in result.errors if e.component == m.component), None),
+                    component=m.component, mode=m.mode, source=m.source, error=responses.rejection(m.error)
                 )
                 for m in result.modes
             ],
@@ -316,7 +302,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         objects = [catalog_object(o, f"objects[{i}]", fields) for i, o in enumerate(request.objects)]
         for i, obj in enumerate(objects):
             if isinstance(obj, ServingRuntime):
-                for refusal in runtime_refusals(obj, revision.policy.messages):
+                for refusal in decide.catalog_refusals(revision, obj):
                     raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
         updated, changes = self.state.apply(objects)
         return pb.ApplyObjectsResponse(

@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 
 from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
-from policyd.decision.admission import runtime_refusals
+from policyd.decision.orchestrator import catalog_refusals
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
@@ -142,7 +142,7 @@ class ServingState:
         errors, accepted = list(loaded.errors), []
         for obj in loaded.objects:
             # What the webhook would refuse in a runtime never enters the catalog.
-            refusals = runtime_refusals(obj, self.revision.policy.messages) if isinstance(obj, ServingRuntime) else []
+            refusals = catalog_refusals(self.revision, obj) if isinstance(obj, ServingRuntime) else []
             errors.extend(f"{obj.kind}/{obj.meta.name}: {r.field}: {r.message}" for r in refusals)
             if not refusals:
                 accepted.append(obj)

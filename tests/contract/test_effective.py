@@ -72,13 +72,12 @@ def test_response_names_the_revisions(harness: Harness, revision: str) -> None:
     assert reply.revisions.catalog_revision
 
 
-def test_isvc_without_model_or_runtime_is_invalid(harness: Harness) -> None:
+def test_isvc_without_model_or_runtime_reports_the_refusal_and_no_runtime(harness: Harness) -> None:
     doc = isvc_manifest()
     del doc["spec"]["model"]
-    result = harness.call(
-        "Effective", pb.EffectiveRequest(inference_service=isvc_text(doc), catalog=manifest_catalog())
-    )
-    assert_invalid(result, "spec.model", "inference_service.spec.model")
+    reply = harness.ok("Effective", pb.EffectiveRequest(inference_service=isvc_text(doc), catalog=manifest_catalog()))
+    assert reply.runtime == ""
+    assert [e.rule_id for e in reply.errors] == ["no-model-no-runtime"]
 
 
 def test_empty_request_names_inference_service_once(harness: Harness) -> None:

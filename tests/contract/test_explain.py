@@ -43,9 +43,15 @@ def test_typed_request_explains_every_runtime_in_scope(harness: Harness) -> None
     assert not ours.HasField("reason")
     big = verdicts[RUNTIME_70B]
     assert (big.kind, big.selectable, big.compatible) == ("ClusterServingRuntime", False, False)
-    assert big.reason.rule_id == "model-size-out-of-range"
-    assert big.reason.message == "model size 3B is outside supported range [60B, 75B]"
-    assert big.reason.model_value == "3B"
+    # the formats are checked before the size range, and the group's reason carries each mismatch
+    assert (big.reason.rule_id, big.reason.kind) == ("supported-formats", "Advisory")
+    assert big.reason.message.endswith("framework version mismatch (model=4.45.0.dev0, runtime=4.47.0.dev0)")
+    (part,) = big.reason.parts
+    assert (part.rule_id, part.model_value, part.runtime_value) == (
+        "framework-version-mismatch",
+        "4.45.0.dev0",
+        "4.47.0.dev0",
+    )
 
 
 def test_typed_and_manifest_requests_give_the_same_decision(harness: Harness) -> None:

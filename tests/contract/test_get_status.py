@@ -38,7 +38,7 @@ def test_refused_reload_is_reported_and_the_last_good_rules_keep_serving(tmp_pat
     shutil.copytree(RULES, rules)
     harness = Harness(rules)
     good = rules_revision(rules)
-    target = rules / "00-runtime.yaml"
+    target = rules / "10-runtime.yaml"
     target.write_text(target.read_text().replace("when: {runtime_disabled: true}", "when: {runtime_disabld: true}", 1))
 
     attempt = harness.state.reload_rules()

@@ -100,11 +100,11 @@ def test_empty_base_model(harness: Harness) -> None:
     assert_invalid(harness.call("InspectModel", request), "base_model")
 
 
-def test_model_index_without_diffusers_version_names_the_request_field(harness: Harness) -> None:
-    index = {k: v for k, v in MODEL_INDEX.items() if k != "_diffusers_version"}
+def test_model_index_without_class_name_names_the_request_field(harness: Harness) -> None:
+    index = {k: v for k, v in MODEL_INDEX.items() if k != "_class_name"}
     result = harness.call("InspectModel", pb.InspectModelRequest(model_index=struct(index)))
     # The key is a field of InspectModelRequest.model_index; the daemon leaves the request field out.
-    assert_invalid(result, "model_index._diffusers_version")
+    assert_invalid(result, "model_index._class_name")
 
 
 def test_base_model_with_a_bad_spec_names_the_request_field(harness: Harness) -> None:

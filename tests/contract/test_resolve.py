@@ -39,7 +39,8 @@ def test_named_runtime_without_support_is_admitted_with_a_warning_and_an_event(h
     reply = harness.ok("Resolve", pb.ResolveRequest(inference_service=isvc_typed(BIG), catalog=typed_catalog()))
     assert (reply.runtime, reply.runtime_kind) == (RUNTIME_70B, "ClusterServingRuntime")
     assert reply.compatible is False
-    assert reply.reason.rule_id == "model-size-out-of-range"
+    assert reply.reason.rule_id == "supported-formats"
+    assert reply.event_reason == "RuntimeCompatibilityAdvisory"
     assert reply.warning.startswith(f'runtime "{RUNTIME_70B}" does not declare support for model "{MODEL_NAME}"')
     assert reply.event.startswith(f"Runtime {RUNTIME_70B} does not declare support for model {MODEL_NAME}")
     assert not reply.HasField("rejection")

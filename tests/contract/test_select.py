@@ -62,11 +62,15 @@ def test_no_auto_selectable_runtime_gives_omes_message(harness: Harness) -> None
     assert reply.error == (
         f"no runtime found to support model safetensors with format safetensors in namespace {NAMESPACE}. "
         "Checked 1 runtimes (0 namespace-scoped, 1 cluster-scoped). "
-        f"Excluded runtimes: {RUNTIME_70B} (model size 3B is outside supported range [60B, 75B])"
+        f"Excluded runtimes: {RUNTIME_70B} (model format 'mt:safetensors:1.0.0:LlamaForCausalLM:transformers:"
+        "4.45.0.dev0' not in supported formats: framework version mismatch (model=4.45.0.dev0, runtime=4.47.0.dev0))"
     )
     assert [(v.name, v.selectable, v.reason.rule_id) for v in reply.excluded] == [
-        (RUNTIME_70B, False, "model-size-out-of-range")
+        (RUNTIME_70B, False, "supported-formats")
     ]
+    # the refusal, typed: clients write its condition as it is
+    assert (reply.rejection.kind, reply.rejection.condition_reason) == ("RuntimeNotFound", "RuntimeNotFound")
+    assert reply.rejection.message == reply.error == reply.rejection.condition_message
 
 
 def test_not_auto_selectable_runtime_that_passes_every_check_is_not_listed(harness: Harness) -> None:
@@ -90,18 +94,31 @@ def test_the_same_select_twice_is_answered_equally_from_the_cache(fresh: Harness
     assert obs.REGISTRY.get_sample_value("policyd_decision_cache_hits_total") == hits + 1
 
 
-def test_isvc_without_model_is_invalid(harness: Harness) -> None:
+def test_isvc_without_model_or_runtime_is_refused_as_the_webhook_does(harness: Harness) -> None:
     doc = isvc_manifest()
+    del doc["spec"]["model"]
+    reply = harness.ok("Select", pb.SelectRequest(inference_service=isvc_text(doc), catalog=manifest_catalog()))
+    assert not reply.ranking
+    assert reply.error == "an InferenceService without spec.model must name its runtime in spec.runtime.name"
+    assert (reply.rejection.kind, reply.rejection.rule_id, reply.rejection.field) == (
+        "ValidationError",
+        "no-model-no-runtime",
+        "spec.runtime.name",
+    )
+
+
+def test_isvc_without_model_naming_a_runtime_is_invalid_for_select(harness: Harness) -> None:
+    doc = isvc_manifest(runtime={"name": RUNTIME_70B})
     del doc["spec"]["model"]
     result = harness.call("Select", pb.SelectRequest(inference_service=isvc_text(doc), catalog=manifest_catalog()))
     assert_invalid(result, "spec.model", "inference_service.spec.model")
 
 
-def test_model_not_in_catalog_is_invalid(harness: Harness) -> None:
+def test_model_not_in_catalog_is_refused_naming_the_field(harness: Harness) -> None:
     doc = isvc_manifest(model={"name": "llama-9000"})
-    result = harness.call("Select", pb.SelectRequest(inference_service=isvc_text(doc), catalog=manifest_catalog()))
-    assert_invalid(result, "spec.model.name", "inference_service.spec.model.name")
-    assert "llama-9000" in result.details
+    reply = harness.ok("Select", pb.SelectRequest(inference_service=isvc_text(doc), catalog=manifest_catalog()))
+    assert reply.error == "ClusterBaseModel llama-9000 not found"
+    assert (reply.rejection.field, reply.rejection.condition_reason) == ("spec.model.name", "RuntimeValidationError")
 
 
 def test_empty_request_names_inference_service_once(harness: Harness) -> None:

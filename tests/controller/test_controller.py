@@ -133,8 +133,14 @@ def test_an_auto_selected_runtime_is_ready_and_its_deployment_applied(world: tup
     controller.on_isvc_event("ADDED", service)
     assert cluster.conditions["llama"] == Condition("True", "RuntimeResolved", f"ServingRuntime {RUNTIME_NAME}")
     assert cluster.events == {}
-    ((deployment, owner),) = cluster.applied
-    assert deployment["kind"] == "Deployment" and deployment["metadata"]["name"] == "llama-engine"
+    ((deployment, owner),) = [(obj, owner) for obj, owner in cluster.applied if obj["kind"] == "Deployment"]
+    assert [obj["kind"] for obj, _ in cluster.applied] == [
+        "Deployment",
+        "Service",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+    ]
+    assert deployment["metadata"]["name"] == "llama-engine"
     assert deployment["metadata"]["labels"]["serving-runtime"] == RUNTIME_NAME
     assert "--served-model-name=llama" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert owner is service
@@ -187,7 +193,7 @@ def test_a_named_runtime_without_support_records_an_advisory_unless_pinned(
         assert events[0].type == "Warning"
         assert events[0].message.startswith(f"Runtime {RUNTIME_NAME} does not declare support for model {MODEL_NAME} (")
     assert cluster.conditions["llama"].status == "True"
-    assert [obj["kind"] for obj, _ in cluster.applied] == ["Deployment"]
+    assert [obj["kind"] for obj, _ in cluster.applied if obj["kind"] == "Deployment"] == ["Deployment"]
 
 
 def test_a_router_in_multinode_is_logged_without_an_event(
@@ -204,7 +210,7 @@ def test_a_router_in_multinode_is_logged_without_an_event(
         for r in caplog.records
     )
     assert cluster.events == {}
-    assert [obj["metadata"]["name"] for obj, _ in cluster.applied] == ["llama-engine"]
+    assert {obj["metadata"]["name"] for obj, _ in cluster.applied} == {"llama-engine"}
 
 
 def test_resync_decides_every_inference_service_again(world: tuple[Controller, MemoryCluster]) -> None:
@@ -228,7 +234,7 @@ def test_the_accelerator_class_the_inference_service_selects_reaches_the_rendere
     tuned["spec"]["acceleratorRequirements"] = {"acceleratorClasses": ["nvidia-l40s"]}
     controller.on_catalog_event("ADDED", tuned)
     controller.on_isvc_event("ADDED", isvc("tuned", acceleratorSelector={"acceleratorClass": "nvidia-l40s"}))
-    ((deployment, _),) = cluster.applied
+    ((deployment, _),) = [(obj, owner) for obj, owner in cluster.applied if obj["kind"] == "Deployment"]
     assert "--mem-frac=0.85" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
 
 

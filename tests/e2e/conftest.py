@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from testkit.diffusion import sd15_model_index
+from testkit.llama import MODEL_70B, model_70b_manifest
 
 from clients.conformance.processes import serving
 
@@ -31,6 +32,7 @@ class Files:
     isvc: Path  # the spec's InferenceService, no runtime named: auto-selection
     isvc_named_sr: Path  # names the ServingRuntime
     isvc_named_70b: Path  # names the 70B ClusterServingRuntime, which does not declare support
+    isvc_70b: Path  # spec 004's 70B InferenceService: the 70B model on the 70B runtime it names
     isvc_sideways: Path  # spec.deploymentMode: Sideways
     model_dir: Path  # a diffusers model directory with a model_index.json
 
@@ -40,7 +42,7 @@ def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("catalog")
     write_yaml(directory / "runtime.yaml", spec_manifest("004", "ServingRuntime", RUNTIME_NAME))
     write_yaml(directory / "runtime-70b.yaml", spec_manifest("004", "ClusterServingRuntime", RUNTIME_70B))
-    write_yaml(directory / "model.yaml", model_manifest())
+    write_yaml(directory / "model.yaml", model_manifest(), model_70b_manifest())
     return directory
 
 
@@ -70,6 +72,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Files:
             directory / "isvc-sr.yaml", isvc_manifest(runtime={"name": RUNTIME_NAME, "kind": "ServingRuntime"})
         ),
         isvc_named_70b=write_yaml(directory / "isvc-70b.yaml", isvc_manifest(runtime={"name": RUNTIME_70B})),
+        isvc_70b=write_yaml(
+            directory / "isvc-70b-model.yaml", isvc_manifest(model={"name": MODEL_70B}, runtime={"name": RUNTIME_70B})
+        ),
         isvc_sideways=write_yaml(directory / "isvc-sideways.yaml", isvc_manifest(deploymentMode="Sideways")),
         model_dir=model_dir,
     )

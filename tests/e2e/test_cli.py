@@ -28,7 +28,11 @@ from .support import (
 
 HEADER = ("RUNTIME", "KIND", "SELECTABLE", "COMPATIBLE", "SCORE", "REASON")
 FORMAT = "mt:safetensors:1.0.0:LlamaForCausalLM:transformers:4.45.0.dev0"
-SIZE_REASON = "model size 3B is outside supported range [60B, 75B]"
+# The formats come before the size range: the 3B model's framework version is the 70B runtime's first problem.
+FORMAT_REASON = (
+    "model format 'mt:safetensors:1.0.0:LlamaForCausalLM:transformers:4.45.0.dev0' not in supported formats: "
+    "framework version mismatch (model=4.45.0.dev0, runtime=4.47.0.dev0)"
+)
 
 
 def _table(stdout: str) -> list[list[str]]:
@@ -52,7 +56,7 @@ def test_explain_prints_a_kubectl_style_table(daemon: str, files: Files) -> None
     assert result.stdout.startswith(f"MODEL {MODEL_NAME} {FORMAT} (rules {load_policy(RULES).revision}, catalog ")
     assert _table(result.stdout) == [
         [RUNTIME_NAME, "SR", "Yes", "Yes", "2", "<none>"],
-        [RUNTIME_70B, "CSR", "No", "No", "<none>", SIZE_REASON],
+        [RUNTIME_70B, "CSR", "No", "No", "<none>", FORMAT_REASON],
     ]
 
 
@@ -61,7 +65,9 @@ def test_explain_as_json(daemon: str, files: Files) -> None:
     succeeded(result)
     reply = json.loads(result.stdout)
     assert [(r["name"], r["selectable"]) for r in reply["runtimes"]] == [(RUNTIME_NAME, True), (RUNTIME_70B, False)]
-    assert reply["runtimes"][1]["reason"]["ruleId"] == "model-size-out-of-range"
+    reason = reply["runtimes"][1]["reason"]
+    assert (reason["ruleId"], reason["kind"]) == ("supported-formats", "Advisory")
+    assert [p["ruleId"] for p in reason["parts"]] == ["framework-version-mismatch"]
     assert reply["modelName"] == MODEL_NAME
     assert reply["runtimes"][0]["score"] == 2  # a JSON number, not the proto3 mapping's "2"
 
@@ -113,10 +119,10 @@ def test_resolve_a_named_runtime_that_does_not_declare_support(daemon: str, file
     (warning,) = result.stderr.splitlines()
     assert warning.startswith(f'Warning: runtime "{RUNTIME_70B}" does not declare support for model "{MODEL_NAME}" (')
     row = result.stdout.splitlines()[1]
-    assert row.startswith(RUNTIME_70B)
+    assert re.split(r" {2,}", row)[:4] == [RUNTIME_70B, "ClusterServingRuntime", "No", "RuntimeCompatibilityAdvisory"]
     event = f"Runtime {RUNTIME_70B} does not declare support for model {MODEL_NAME}"
     assert row.split("   ")[-1].strip().startswith(event)  # the event's message, in -o wide
-    assert SIZE_REASON in row
+    assert FORMAT_REASON in row
 
 
 def test_effective_modes(daemon: str, files: Files) -> None:
@@ -135,7 +141,7 @@ def test_status(daemon: str) -> None:
     assert status["revisions"]["rulesRevision"] == load_policy(RULES).revision
     assert status["revisions"]["catalogRevision"]
     assert status["lastAttempt"]["ok"] is True
-    assert (status["runtimes"], status["models"]) == (2, 1)  # the catalog directory, watched
+    assert (status["runtimes"], status["models"]) == (2, 2)  # the catalog directory, watched
     assert status["catalogErrors"] == []
 
 

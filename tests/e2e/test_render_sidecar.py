@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import grpc
+import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from policyd.contract import policy_pb2 as pb
+from policyd.contract import render_pb2, render_pb2_grpc
+from policyd.contract import resources_pb2 as rpb
+
 from .conftest import Files
-from .support import MODEL_NAME, MODEL_PATH, NAMESPACE, RUNTIME_70B, RUNTIME_NAME, no_traceback, policyctl
+from .support import (
+    MODEL_NAME,
+    MODEL_PATH,
+    NAMESPACE,
+    RUNTIME_70B,
+    RUNTIME_NAME,
+    isvc_manifest,
+    model_manifest,
+    no_traceback,
+    policyctl,
+    spec_manifest,
+)
 
 
 def _workloads(stdout: str) -> list[dict[str, Any]]:
@@ -54,7 +71,7 @@ def test_render_a_named_runtime_on_an_accelerator_class(daemon: str, renderer: s
     result = policyctl(
         "render",
         "-f",
-        str(files.isvc_named_70b),
+        str(files.isvc_70b),
         "--renderer",
         renderer,
         "--accelerator-class",
@@ -71,3 +88,48 @@ def test_render_a_named_runtime_on_an_accelerator_class(daemon: str, renderer: s
     assert "--pp-size=2" in args
     assert "--mem-frac=0.85" in args
     assert "--tp-size=8" not in args
+
+
+def test_render_prints_every_object_of_the_component_in_omes_order(daemon: str, renderer: str, files: Files) -> None:
+    result = policyctl("render", "-f", str(files.isvc), "--renderer", renderer, address=daemon)
+    assert result.returncode == 0, result.stdout + result.stderr
+    workloads = _workloads(result.stdout)
+    assert [w["kind"] for w in workloads] == ["Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"]
+    assert {w["metadata"]["name"] for w in workloads} == {f"{MODEL_NAME}-engine"}
+
+
+def _render(renderer: str, **fields: Any) -> render_pb2.RenderResponse:
+    isvc = isvc_manifest(runtime={"name": RUNTIME_NAME, "kind": "ServingRuntime"})
+    request = render_pb2.RenderRequest(
+        inference_service=rpb.InferenceServiceInput(manifest=json.dumps(isvc)),
+        runtime=rpb.Object(manifest=json.dumps(spec_manifest("004", "ServingRuntime", RUNTIME_NAME))),
+        model=rpb.Object(manifest=json.dumps(model_manifest())),
+        **fields,
+    )
+    with grpc.insecure_channel(renderer) as channel:
+        reply: render_pb2.RenderResponse = render_pb2_grpc.RendererServiceStub(channel).Render(request, timeout=10)
+    return reply
+
+
+def test_the_renderer_renders_the_mode_it_is_given_and_reports_a_components_mode_error(renderer: str) -> None:
+    virtual = pb.ComponentMode(component="engine", mode="VirtualDeployment", source="default")
+    assert list(_render(renderer, modes=[virtual]).objects) == []
+    refused = pb.ComponentMode(
+        component="engine", mode="RawDeployment", source="default", error=pb.Rejection(message="policyd says no")
+    )
+    assert list(_render(renderer, modes=[refused]).errors) == ["engine: policyd says no"]
+
+
+def test_a_renderer_given_no_mode_decides_none_and_says_so(renderer: str) -> None:
+    assert list(_render(renderer).errors) == [
+        "engine: no deployment mode given for it (RenderRequest.modes, from policyd's Effective)"
+    ]
+
+
+def test_a_mode_for_an_unknown_component_is_invalid_argument_naming_the_field(renderer: str) -> None:
+    with pytest.raises(grpc.RpcError) as raised:
+        _render(renderer, modes=[pb.ComponentMode(component="predictor", mode="RawDeployment")])
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert (
+        raised.value.details() == "modes[0].component: unknown component 'predictor' (one of engine, decoder, router)"
+    )

@@ -63,23 +63,51 @@ def test_any_other_key_whose_value_is_a_component_goes_under_additional_componen
     [
         ("_name_or_path", "stabilityai/stable-diffusion-2"),
         ("_ignored_private", ["diffusers", "Looks Like A Component"]),
-        ("image_encoder", [None, None]),
         ("requires_safety_checker", True),
         ("force_zeros_for_empty_prompt", False),
         ("some_string", "diffusers"),
-        ("three_parts", ["diffusers", "A", "B"]),
-        ("empty_library", ["", "AutoencoderKL"]),
-        ("vae", [None, None]),
+        ("a_number", 3),
+        ("empty_list", []),
+        ("mixed_list", ["diffusers", 5]),
+        ("empty_object", {}),
     ],
 )
 def test_keys_whose_value_is_not_a_component_are_ignored(key: str, value: Any) -> None:
     assert pipeline(index(**{key: value})) == {"className": "QwenImagePipeline"}
 
 
-def test_with_both_transformer_and_unet_transformer_wins_and_unet_is_additional() -> None:
+@pytest.mark.parametrize(
+    ("value", "recorded"),
+    [
+        ([None, None], {}),  # diffusers' absent optional component: OME records it, empty
+        (["", "AutoencoderKL"], {"type": "AutoencoderKL"}),
+        (["AutoencoderKL"], {"type": "AutoencoderKL"}),  # one item is the type
+        (["diffusers", "AutoencoderKL", "extra"], {"library": "diffusers", "type": "AutoencoderKL"}),
+        ({"_class_name": "AutoencoderKL", "_library": "diffusers"}, {"library": "diffusers", "type": "AutoencoderKL"}),
+        ({"type": "AutoencoderKL", "library": "diffusers"}, {"library": "diffusers", "type": "AutoencoderKL"}),
+        ({"className": "AutoencoderKL"}, {"type": "AutoencoderKL"}),
+    ],
+)
+def test_component_values_are_read_as_ome_reads_them(value: Any, recorded: dict[str, str]) -> None:
+    assert pipeline(index(vae=value))["vae"] == recorded
+
+
+def test_keys_match_without_regard_to_case() -> None:
+    recorded = pipeline(index(VAE=["diffusers", "AutoencoderKL"], Text_Encoder=["transformers", "T5"]))
+    assert recorded["vae"] == {"library": "diffusers", "type": "AutoencoderKL"}
+    assert recorded["textEncoder"] == {"library": "transformers", "type": "T5"}
+
+
+def test_with_both_transformer_and_unet_transformer_is_kept() -> None:
     recorded = pipeline(index(unet=["diffusers", "UNet2DModel"], transformer=["diffusers", "DiTTransformer2DModel"]))
     assert recorded["transformer"] == {"library": "diffusers", "type": "DiTTransformer2DModel"}
-    assert recorded["additionalComponents"] == {"unet": {"library": "diffusers", "type": "UNet2DModel"}}
+    assert "additionalComponents" not in recorded  # OME never records unet elsewhere
+
+
+def test_the_class_and_version_may_be_spelled_without_the_underscore() -> None:
+    fields = model_index_fields({"class_name": "FluxPipeline", "diffusers_version": "0.30.0"})
+    assert fields["modelArchitecture"] == "FluxPipeline"
+    assert fields["modelFormat"] == {"name": "diffusers", "version": "0.30.0"}
 
 
 def test_architecture_format_and_framework_come_from_class_name_and_diffusers_version() -> None:
@@ -102,19 +130,20 @@ def test_the_spec_example_records_the_spec_pipeline() -> None:
     }
 
 
-@pytest.mark.parametrize("key", ["_class_name", "_diffusers_version"])
-def test_a_model_index_without_class_name_or_diffusers_version_is_invalid(key: str) -> None:
-    incomplete = {k: v for k, v in BASE.items() if k != key}
+def test_a_model_index_without_a_class_name_is_refused_in_ome_s_words() -> None:
     with pytest.raises(InvalidInput) as error:
-        inspect_model_index(incomplete)
-    assert error.value.field == key
-    assert "missing" in error.value.message
+        inspect_model_index({"_diffusers_version": "0.34.0"})
+    assert error.value.field == "_class_name"
+    assert (
+        error.value.message == "model_type or _class_name field is missing or empty in config file 'model_index.json'"
+    )
 
 
-def test_a_non_string_diffusers_version_is_invalid() -> None:
-    with pytest.raises(InvalidInput) as error:
-        inspect_model_index({**BASE, "_diffusers_version": 0.3})
-    assert error.value.field == "_diffusers_version"
+@pytest.mark.parametrize("version", [None, 0.3])
+def test_without_a_string_diffusers_version_ome_records_an_empty_version(version: Any) -> None:
+    fields = inspect_model_index({"_class_name": "QwenImagePipeline", "_diffusers_version": version})
+    assert fields["modelFormat"] == {"name": "diffusers", "version": ""}
+    assert fields["modelFramework"] == {"name": "diffusers", "version": ""}
 
 
 def test_a_model_index_that_is_not_an_object_is_invalid() -> None:

@@ -252,12 +252,12 @@ def test_a_file_that_is_not_a_json_object_is_invalid_input_naming_it(tmp_path: P
     assert says in error.value.message
 
 
-def test_a_model_index_missing_a_key_is_invalid_input_naming_the_file_and_key(tmp_path: Path) -> None:
-    file = write(tmp_path / "model_index.json", {"_class_name": "QwenImagePipeline"})
+def test_a_model_index_missing_its_class_is_invalid_input_naming_the_file_and_key(tmp_path: Path) -> None:
+    file = write(tmp_path / "model_index.json", {"_diffusers_version": "0.34.0"})
     with pytest.raises(InvalidInput) as error:
         inspect_path(tmp_path)
     assert error.value.field == str(file)
-    assert error.value.message.startswith("_diffusers_version: missing")
+    assert error.value.message.startswith("_class_name: model_type or _class_name field is missing or empty")
 
 
 def test_a_config_missing_a_key_is_invalid_input_naming_the_file_and_key(tmp_path: Path) -> None:

@@ -12,8 +12,7 @@ from testkit.llama import llama_entry
 from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
-from policyd.decision.explain import explain_isvc
-from policyd.decision.select import select
+from policyd.decision.orchestrator import explain_isvc, select
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_model, parse_runtime
 

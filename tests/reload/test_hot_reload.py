@@ -153,15 +153,15 @@ def test_rule_edits_change_answers_within_a_second_and_bad_files_keep_the_last_g
 
         # Break a file: answers stay, status names file and rule id, health stays SERVING.
         broken_at = time.monotonic()
-        original = (rules / "00-runtime.yaml").read_text()
-        (rules / "00-runtime.yaml").write_text(original + BROKEN_RULE)
+        original = (rules / "10-runtime.yaml").read_text()
+        (rules / "10-runtime.yaml").write_text(original + BROKEN_RULE)
         deadline = time.monotonic() + 3
         status = stub.GetStatus(pb.GetStatusRequest())
         while status.last_attempt.ok and time.monotonic() < deadline:
             time.sleep(0.05)
             status = stub.GetStatus(pb.GetStatusRequest())
         assert not status.last_attempt.ok
-        assert status.last_attempt.file.endswith("00-runtime.yaml")
+        assert status.last_attempt.file.endswith("10-runtime.yaml")
         assert status.last_attempt.rule_id == "broken-rule"
         assert status.last_attempt.line > 0
         assert "no_such_fact" in status.last_attempt.error
@@ -174,7 +174,7 @@ def test_rule_edits_change_answers_within_a_second_and_bad_files_keep_the_last_g
 
         # Fix it, and undo the ranking edit: the new rules serve.
         fixed = time.monotonic()
-        (rules / "00-runtime.yaml").write_text(original)
+        (rules / "10-runtime.yaml").write_text(original)
         (rules / SELECTION.name).write_text(text)
         assert poller.first_answer_after(fixed, "ns-runtime") < 1.0
         assert stub.GetStatus(pb.GetStatusRequest()).last_attempt.ok

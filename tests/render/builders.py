@@ -3,11 +3,20 @@ the parts a test cares about."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
+from testkit.shared import RULES
+
 from clients.renderer import RenderInput, RenderResult, render
+from policyd.catalog.snapshot import Catalog
+from policyd.decision.orchestrator import effective
+from policyd.policy.revision import Revision, build_revision
+from policyd.resources.manifests import parse_inference_service, parse_runtime
+from policyd.semantics.modes import EffectiveMode
 
 MODEL_PATH = "/raid/models/meta/llama-3-2-3b-instruct"
+UID = "6f3c1a52-0d55-4c1e-9a8e-2b7d5f0c9e11"
 
 
 def runner(**fields: Any) -> dict[str, Any]:
@@ -30,8 +39,9 @@ def make_runtime(kind: str = "ClusterServingRuntime", **configs: Any) -> dict[st
 
 
 def make_isvc(model: bool = True, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    """An InferenceService ``svc`` in ``demo`` declaring the given components."""
-    metadata: dict[str, Any] = {"name": "svc", "namespace": "demo"}
+    """An InferenceService ``svc`` in ``demo`` declaring the given components, with the uid the
+    API server gave it."""
+    metadata: dict[str, Any] = {"name": "svc", "namespace": "demo", "uid": UID}
     if labels is not None:
         metadata["labels"] = labels
     return {
@@ -52,6 +62,35 @@ def make_model(path: str | None = MODEL_PATH) -> dict[str, Any]:
     }
 
 
+@cache
+def _revision() -> Revision:
+    return build_revision(RULES)
+
+
+def policyd_modes(isvc: dict[str, Any], runtime: dict[str, Any]) -> tuple[dict[str, EffectiveMode], dict[str, str]]:
+    """Each declared component's mode and mode error as policyd's Effective decides them (its own
+    code, in process, for the InferenceService naming ``runtime``), which is what the renderer is given."""
+    named = {
+        **isvc,
+        "spec": {**isvc["spec"], "runtime": {"name": runtime["metadata"]["name"], "kind": runtime["kind"]}},
+    }
+    decided = effective(Catalog.of([parse_runtime(runtime)]), parse_inference_service(named), _revision())
+    errors = {m.component: m.error.message for m in decided.modes if m.error is not None}
+    return {m.component: EffectiveMode(m.component, m.mode, m.source) for m in decided.modes}, errors
+
+
+def render_input(
+    isvc: dict[str, Any],
+    runtime: dict[str, Any],
+    model: dict[str, Any] | None,
+    classes: dict[str, str] | None = None,
+    accelerator_config: Any = None,
+) -> RenderInput:
+    """A render input with the modes policyd would decide."""
+    modes, errors = policyd_modes(isvc, runtime)
+    return RenderInput(isvc, runtime, runtime["kind"], model, classes or {}, accelerator_config, modes, errors)
+
+
 def run(
     isvc: dict[str, Any],
     runtime: dict[str, Any],
@@ -59,7 +98,11 @@ def run(
     accelerator_config: dict[str, Any] | None = None,
 ) -> RenderResult:
     model = make_model() if isvc["spec"].get("model") else None
-    return render(RenderInput(isvc, runtime, runtime["kind"], model, classes or {}, accelerator_config))
+    return render(render_input(isvc, runtime, model, classes, accelerator_config))
+
+
+def of_kind(result: RenderResult, kind: str) -> list[dict[str, Any]]:
+    return [o for o in result.objects if o["kind"] == kind]
 
 
 def only(result: RenderResult, kind: str = "Deployment") -> dict[str, Any]:
@@ -69,11 +112,11 @@ def only(result: RenderResult, kind: str = "Deployment") -> dict[str, Any]:
     return obj
 
 
-def container(obj: dict[str, Any], template: str = "") -> dict[str, Any]:
-    """The first container of a Deployment's pod, or of a LeaderWorkerSet's ``template``."""
+def container(obj: dict[str, Any], template: str = "", name: str = "ome-container") -> dict[str, Any]:
+    """The container ``name`` of a Deployment's pod, or of a LeaderWorkerSet's ``template``."""
     pod = obj["spec"]["leaderWorkerTemplate"][template] if template else obj["spec"]["template"]
-    first: dict[str, Any] = pod["spec"]["containers"][0]
-    return first
+    (found,) = [c for c in pod["spec"]["containers"] if c["name"] == name]
+    return found
 
 
 def env(c: dict[str, Any]) -> dict[str, Any]:

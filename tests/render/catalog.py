@@ -1,13 +1,15 @@
 """A render input for each catalog runtime: an InferenceService named ``isvc-<runtime>`` in
-``default`` that declares the runtime's components, and a model made from the runtime's
-first supportedModelFormats entry."""
+``default`` that declares the runtime's components (with a uid, as a created one has), a model
+made from the runtime's first supportedModelFormats entry, and the modes policyd decides."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from clients.renderer import RenderInput
 
+from .builders import render_input
 from .shared_data import catalog_runtimes
 
 _MODEL_FIELDS = ("modelFormat", "modelFramework", "modelArchitecture", "quantization")
@@ -32,10 +34,10 @@ def catalog_input(runtime: dict[str, Any]) -> RenderInput:
     isvc = {
         "apiVersion": "ome.io/v1beta1",
         "kind": "InferenceService",
-        "metadata": {"name": f"isvc-{name}", "namespace": "default"},
+        "metadata": {"name": f"isvc-{name}", "namespace": "default", "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name))},
         "spec": spec,
     }
-    return RenderInput(isvc, runtime, "ClusterServingRuntime", model, {}, entry.get("acceleratorConfig"))
+    return render_input(isvc, runtime, model, {}, entry.get("acceleratorConfig"))
 
 
 def catalog_inputs() -> list[tuple[str, RenderInput]]:

@@ -10,7 +10,7 @@ import pytest
 from clients.renderer.accelerator import PP_FLAGS, TP_FLAGS, apply_accelerator_config
 from clients.renderer.flags import Flag, parse_flags, set_flag
 
-from .builders import container, env, make_isvc, make_runtime, only, run, runner
+from .builders import container, env, make_isvc, make_runtime, of_kind, only, run, runner
 
 L40S = "nvidia-l40s"
 
@@ -131,7 +131,7 @@ def test_the_engine_and_decoder_get_their_class_settings_and_the_router_gets_non
     )
     result = run(make_isvc(engine={}, decoder={}, router={}), runtime, {"engine": L40S, "decoder": L40S}, config)
     assert not result.errors
-    engine, decoder, router = (container(o) for o in result.objects)
+    engine, decoder, router = (container(o) for o in of_kind(result, "Deployment"))
     assert engine["args"] == decoder["args"] == ["--mem-frac=0.85"]
     assert env(engine)["X"] == env(decoder)["X"] == "1"
     assert router["args"] == ["--mem-frac=0.9"]

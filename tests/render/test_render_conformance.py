@@ -1,4 +1,6 @@
-"""The render/ conformance cases, run directly against render() (the gRPC runner lives elsewhere)."""
+"""The render/ conformance cases, run directly against render() with the modes policyd decides
+(the gRPC runner lives elsewhere), for the schema check of every object they render. The
+InferenceService gets a uid, as one the controller renders for has."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import yaml
 from clients.conformance.paths import check
 from clients.renderer import RenderInput, render
 
+from .builders import UID, render_input
 from .schemas import schema_errors
 from .shared_data import RENDER_CASES
 
@@ -20,6 +23,7 @@ CASES = sorted(RENDER_CASES.glob("*.yaml"))
 def _input(case: dict[str, Any]) -> RenderInput:
     request = case["request"]
     isvc = request["inferenceService"]
+    isvc["metadata"]["uid"] = UID
     runtimes = [obj for obj in case["objects"] if obj["kind"] in ("ServingRuntime", "ClusterServingRuntime")]
     named = isvc["spec"].get("runtime", {}).get("name")
     if named:
@@ -33,7 +37,7 @@ def _input(case: dict[str, Any]) -> RenderInput:
     accelerator_class = request.get("acceleratorClass")
     classes = {"engine": accelerator_class, "decoder": accelerator_class} if accelerator_class else {}
     entry = runtime["spec"]["supportedModelFormats"][0]
-    return RenderInput(isvc, runtime, runtime["kind"], model, classes, entry.get("acceleratorConfig"))
+    return render_input(isvc, runtime, model, classes, entry.get("acceleratorConfig"))
 
 
 def test_render_cases_exist() -> None:

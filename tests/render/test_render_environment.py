@@ -1,5 +1,5 @@
 """004, "The engine, decoder and router": OME sets MODEL_PATH and PARALLELISM_SIZE in the
-engine's and the decoder's runner."""
+engine's and the decoder's runner; the router's config becomes its runner's env."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from clients.renderer.environment import apply_environment
+from clients.renderer.environment import set_model_path, set_parallelism
 
-from .builders import MODEL_PATH, container, env, make_isvc, make_runtime, only, run, runner
+from .builders import MODEL_PATH, container, env, make_isvc, make_runtime, of_kind, only, run, runner
 
 
-def _env(component: dict[str, Any], **options: Any) -> dict[str, Any]:
-    settings: dict[str, Any] = {"model_path": MODEL_PATH, "pods_per_replica": 1, "parallelism_overridden": False}
-    return env(apply_environment(component, **{**settings, **options})["runner"])
+def _env(component: dict[str, Any], overridden: bool = False) -> dict[str, Any]:
+    component = set_parallelism(set_model_path(component, MODEL_PATH), pods_per_replica=1, overridden=overridden)
+    return env(component["runner"])
 
 
 def test_model_path_is_the_models_storage_path_when_the_inferenceservice_names_a_base_model() -> None:
@@ -32,9 +32,9 @@ def test_without_a_base_model_model_path_is_not_set_and_the_text_stays_literal()
     assert container(deployment)["args"][0] == "--model-path=$(MODEL_PATH)"
 
 
-def test_model_path_and_parallelism_size_come_first_so_env_can_refer_to_them() -> None:
-    names = list(_env({"runner": runner(env=[{"name": "WEIGHTS", "value": "$(MODEL_PATH)/w"}])}))
-    assert names == ["MODEL_PATH", "PARALLELISM_SIZE", "WEIGHTS"]
+def test_model_path_and_parallelism_size_follow_the_runners_own_variables_as_ome_appends_them() -> None:
+    names = list(_env({"runner": runner(env=[{"name": "WEIGHTS", "value": "/w"}])}))
+    assert names == ["WEIGHTS", "MODEL_PATH", "PARALLELISM_SIZE"]
 
 
 @pytest.mark.parametrize("gpus", [1, "1", 8, "8"])
@@ -60,7 +60,7 @@ def test_parallelism_size_is_unset_for_a_runner_without_gpus() -> None:
 
 
 def test_parallelism_size_is_unset_when_accelerator_config_sets_tensor_parallelism_override() -> None:
-    assert "PARALLELISM_SIZE" not in _env({"runner": runner()}, parallelism_overridden=True)
+    assert "PARALLELISM_SIZE" not in _env({"runner": runner()}, overridden=True)
     config = {"nvidia-l40s": {"tensorParallelismOverride": {"tensorParallelSize": 1}}}
     runtime = make_runtime(engineConfig={"runner": runner()})
     deployment = only(run(make_isvc(engine={}), runtime, {"engine": "nvidia-l40s"}, config))
@@ -85,8 +85,25 @@ def test_parallelism_size_multinode_4_gpus_times_1_plus_worker_size_1_is_8() -> 
 def test_the_router_gets_neither_variable() -> None:
     runtime = make_runtime(engineConfig={"runner": runner()}, routerConfig={"runner": runner()})
     result = run(make_isvc(engine={}, router={}), runtime)
-    router = container(next(o for o in result.objects if o["metadata"]["name"] == "svc-router"))
+    router = container(next(o for o in of_kind(result, "Deployment") if o["metadata"]["name"] == "svc-router"))
     assert "MODEL_PATH" not in env(router) and "PARALLELISM_SIZE" not in env(router)
+
+
+def test_the_routers_config_is_appended_to_its_runners_env_by_key() -> None:
+    router = {"runner": runner(env=[{"name": "A", "value": "1"}]), "config": {"policy": "cache_aware", "b": "2"}}
+    runtime = make_runtime(engineConfig={"runner": runner()}, routerConfig={"runner": runner()})
+    result = run(make_isvc(engine={}, router=router), runtime)
+    deployment = next(o for o in of_kind(result, "Deployment") if o["metadata"]["name"] == "svc-router")
+    assert container(deployment)["env"] == [
+        {"name": "A", "value": "1"},
+        {"name": "b", "value": "2"},
+        {"name": "policy", "value": "cache_aware"},
+    ]
+
+
+def test_parallelism_size_counts_worker_size_as_ome_does_whatever_the_mode() -> None:
+    runtime = make_runtime(engineConfig={"runner": runner(), "worker": {"size": 2}})
+    assert env(container(only(run(make_isvc(engine={}), runtime))))["PARALLELISM_SIZE"] == "3"
 
 
 def test_a_gpu_count_that_is_not_a_whole_number_is_an_error_naming_the_field() -> None:

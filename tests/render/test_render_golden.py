@@ -1,6 +1,7 @@
 """Golden renders of the spec's examples: the 70B runtime of 004 on nvidia-l40s and on
-nvidia-h100, and the MultiNode runtime of 001. Inputs are read from the spec pages; the
-expected objects are in golden/. Set UPDATE_GOLDEN=1 to rewrite them after a deliberate change."""
+nvidia-h100, and the MultiNode runtime of 001. Inputs are read from the spec pages (the
+InferenceService given a uid, as a created one has); the expected objects are in golden/.
+Set UPDATE_GOLDEN=1 to rewrite them after a deliberate change."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import yaml
 
 from clients.renderer import RenderInput, render
 
+from .builders import UID, render_input
 from .schemas import schema_errors
 from .shared_data import catalog_model, spec_manifest
 
@@ -24,17 +26,19 @@ MODES_PAGE = "001_e5dcabf2510ce189.txt"
 def _seventy_b(accelerator_class: str) -> RenderInput:
     runtime = spec_manifest(RUNTIMES_PAGE, "ClusterServingRuntime", "sglang-llama-3-3-70b")
     isvc = spec_manifest(RUNTIMES_PAGE, "InferenceService", "llama-3-3-70b-instruct")
+    isvc["metadata"]["uid"] = UID
     isvc["spec"]["acceleratorSelector"] = {"acceleratorClass": accelerator_class}
     config = runtime["spec"]["supportedModelFormats"][0]["acceleratorConfig"]
     model = catalog_model("llama-3-3-70b-instruct")
-    return RenderInput(isvc, runtime, "ClusterServingRuntime", model, {"engine": accelerator_class}, config)
+    return render_input(isvc, runtime, model, {"engine": accelerator_class}, config)
 
 
 def _multinode() -> RenderInput:
     runtime = spec_manifest(MODES_PAGE, "ClusterServingRuntime", "srt-llama-3-3-70b-instruct-multinode")
     isvc = spec_manifest(MODES_PAGE, "InferenceService", "llama-3-70b")
+    isvc["metadata"]["uid"] = UID
     isvc["spec"]["runtime"] = {"name": "srt-llama-3-3-70b-instruct-multinode"}
-    return RenderInput(isvc, runtime, "ClusterServingRuntime", catalog_model("llama-3-3-70b-instruct"), {}, None)
+    return render_input(isvc, runtime, catalog_model("llama-3-3-70b-instruct"))
 
 
 CASES = {
@@ -62,7 +66,7 @@ def test_spec_example_renders_as_its_golden_file(name: str) -> None:
 
 
 def _engine_args(name: str) -> list[str]:
-    (deployment,) = _rendered(name)["objects"]
+    (deployment,) = [o for o in _rendered(name)["objects"] if o["kind"] == "Deployment"]
     args: list[str] = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     return args
 
@@ -76,6 +80,6 @@ def test_on_nvidia_h100_the_70b_runtime_keeps_its_own_flags() -> None:
 
 
 def test_the_multinode_example_is_one_leaderworkerset_of_two_pods_despite_spec_omenative() -> None:
-    (lws,) = _rendered("srt-llama-3-3-70b-instruct-multinode")["objects"]
-    assert lws["kind"] == "LeaderWorkerSet"
+    lws, service = _rendered("srt-llama-3-3-70b-instruct-multinode")["objects"]
+    assert (lws["kind"], service["kind"]) == ("LeaderWorkerSet", "Service")
     assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from clients.renderer.placeholders import fill_placeholders, fill_text
+from clients.renderer.placeholders import fill_container, fill_text
 
-from .builders import container, make_isvc, make_runtime, only, run, runner
+from .builders import container, env, make_isvc, make_runtime, only, run, runner
 from .shared_data import catalog_runtimes
 
 METADATA: dict[str, Any] = {
@@ -71,23 +71,38 @@ def test_a_catalog_chat_template_argument_survives_unchanged() -> None:
 
 
 def test_placeholders_fill_every_string_of_the_runner_leaders_and_workers_included() -> None:
-    component = {
-        "labels": {"copy": "{{.Name}}"},
-        "runner": runner(
-            image="repo/{{.Namespace}}:1",
-            command=["serve", "{{.Name}}"],
-            env=[{"name": "TEAM", "value": "{{.Labels.team}}"}],
-        ),
-        "leader": {"runner": {"args": ["--name={{.Name}}"]}},
-        "worker": {"size": 1, "runner": {"args": ["--tier={{index .Annotations `example.com/tier`}}"]}},
-    }
-    filled = fill_placeholders(component, METADATA)
-    assert filled["runner"]["image"] == "repo/demo:1"
-    assert filled["runner"]["command"] == ["serve", "llama"]
-    assert filled["runner"]["env"] == [{"name": "TEAM", "value": "search"}]
-    assert filled["leader"]["runner"]["args"] == ["--name=llama"]
-    assert filled["worker"]["runner"]["args"] == ["--tier=gold"]
-    assert filled["labels"] == {"copy": "{{.Name}}"}, "only runners hold placeholders"
+    isvc = make_isvc(labels={"team": "search"}, engine={})
+    isvc["metadata"]["annotations"] = {"example.com/tier": "gold"}
+    runtime = make_runtime(
+        engineConfig={
+            "annotations": {"ome.io/deploymentMode": "MultiNode"},
+            "labels": {"copy": "{{.Name}}"},
+            "runner": runner(
+                image="repo/{{.Namespace}}:1",
+                command=["serve", "{{.Name}}"],
+                env=[{"name": "TEAM", "value": "{{.Labels.team}}"}],
+            ),
+            "leader": {"runner": {"args": ["--name={{.Name}}"]}},
+            "worker": {"size": 1, "runner": {"args": ["--tier={{index .Annotations `example.com/tier`}}"]}},
+            "containers": [{"name": "sidecar", "image": "side/{{.Name}}"}],
+        }
+    )
+    lws = only(run(isvc, runtime), "LeaderWorkerSet")
+    leader, worker = container(lws, "leaderTemplate"), container(lws, "workerTemplate")
+    assert leader["image"] == worker["image"] == "repo/demo:1"
+    assert leader["command"] == ["serve", "svc"]
+    assert env(leader)["TEAM"] == "search"
+    assert leader["args"] == ["--name=svc"]
+    assert worker["args"] == ["--tier=gold"]
+    assert lws["metadata"]["labels"]["copy"] == "{{.Name}}", "only runners hold placeholders"
+    assert container(lws, "leaderTemplate", "sidecar")["image"] == "side/{{.Name}}", "only runners hold placeholders"
+
+
+def test_fill_container_fills_every_string() -> None:
+    filled = fill_container(
+        {"name": "c", "env": [{"name": "N", "value": "{{.Namespace}}"}], "ports": [{"x": 1}]}, METADATA
+    )
+    assert filled == {"name": "c", "env": [{"name": "N", "value": "demo"}], "ports": [{"x": 1}]}
 
 
 def test_the_served_model_name_placeholder_reaches_the_deployment() -> None:

@@ -10,14 +10,17 @@ from typing import Any
 import pytest
 
 from clients.renderer import RenderInput, render
+from policyd.semantics.modes import EffectiveMode
 
-from .builders import make_isvc, make_model, make_runtime, run, runner
+from .builders import make_isvc, make_model, make_runtime, runner
+
+RAW = {"engine": EffectiveMode("engine", "RawDeployment", "default")}
 
 
 def _input(**changes: Any) -> RenderInput:
     isvc = make_isvc(engine={"runner": {"env": [{"name": "A", "value": "{{.Name}}"}]}})
     runtime = make_runtime(engineConfig={"volumes": [{"name": "dshm", "emptyDir": {}}], "runner": runner()})
-    base = RenderInput(isvc, runtime, "ClusterServingRuntime", make_model(), {"engine": "a"}, {"a": {}})
+    base = RenderInput(isvc, runtime, "ClusterServingRuntime", make_model(), {"engine": "a"}, {"a": {}}, RAW)
     return replace(base, **changes)
 
 
@@ -33,9 +36,13 @@ def _with_spec(**spec: Any) -> dict[str, Any]:
         ({"inference_service": {"spec": {"engine": {}}}}, "metadata.name: the InferenceService has no name"),
         ({"inference_service": {"metadata": {"name": "svc"}}}, "spec: the InferenceService has no spec"),
         (
-            {"inference_service": _with_spec(deploymentMode="Serverless")},
-            "spec.deploymentMode: unknown deployment mode 'Serverless' "
-            "(one of RawDeployment, OMENative, MultiNode, VirtualDeployment)",
+            {"modes": {}},
+            "engine: no deployment mode given for it (RenderRequest.modes, from policyd's Effective)",
+        ),
+        ({"mode_errors": {"engine": "policyd says no"}}, "engine: policyd says no"),
+        (
+            {"inference_service": _with_spec(model={"name": "llama", "fineTunedWeights": ["ft"]})},
+            "spec.model.fineTunedWeights: fine-tuned serving is not rendered",
         ),
         (
             {"inference_service": _with_spec(engine=None)},
@@ -83,10 +90,13 @@ def test_bad_input_gives_a_specific_error_not_an_exception(changes: dict[str, An
             {"worker": {"size": 1, "runner": {"command": "serve"}}},
             "engine.worker.runner.command: must be a list of strings",
         ),
+        ({"containers": {"name": "x"}}, "engine.containers: must be a list of mappings"),
+        ({"runner": {"volumeMounts": ["/data"]}}, "engine.runner.volumeMounts: must be a list of mappings"),
+        ({"deploymentStrategy": "Recreate"}, "engine.deploymentStrategy: must be a mapping, got str"),
     ],
 )
 def test_a_malformed_component_gives_an_error_naming_the_field(engine: Any, error: str) -> None:
-    result = run(make_isvc(engine=engine), make_runtime(engineConfig={"runner": runner()}))
+    result = render(_input(inference_service=make_isvc(engine=engine)))
     assert result.errors == [error]
 
 
@@ -95,12 +105,16 @@ def test_rendering_is_deterministic() -> None:
     assert json.dumps(first.objects) == json.dumps(second.objects)
 
 
-def test_rendering_leaves_its_input_unchanged_and_shares_nothing_with_it() -> None:
+def test_rendering_leaves_its_input_unchanged_and_shares_nothing_with_it_or_with_later_renders() -> None:
     inp = _input()
     before = copy.deepcopy(inp)
     result = render(inp)
-    assert inp == before
+    rendered = copy.deepcopy(result)
+    for obj in result.objects:
+        obj["metadata"]["labels"]["x"] = "y"
+        obj["metadata"]["ownerReferences"][0]["name"] = "other"
     pod = result.objects[0]["spec"]["template"]["spec"]
     pod["volumes"][0]["emptyDir"]["medium"] = "Memory"
     pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "9"
     assert inp == before
+    assert render(inp) == rendered

@@ -3,13 +3,11 @@ every ClusterServingRuntime in the OME catalog."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from clients.renderer import RenderInput, render
 
-from .builders import make_isvc, make_runtime, run, runner
+from .builders import make_isvc, make_runtime, only, render_input, run, runner
 from .catalog import catalog_inputs
 from .schemas import closed, schema_errors
 
@@ -37,7 +35,8 @@ def test_a_catalog_runtime_renders_valid_objects_or_a_specific_error(name: str, 
     else:
         assert not result.errors
         declared = [c for c in ("engine", "decoder", "router") if c in inp.inference_service["spec"]]
-        assert [o["metadata"]["name"] for o in result.objects] == [f"isvc-{name}-{c}" for c in declared]
+        deployments = [o["metadata"]["name"] for o in result.objects if o["kind"] == "Deployment"]
+        assert deployments == [f"isvc-{name}-{c}" for c in declared]
     for obj in result.objects:
         assert not schema_errors(obj), schema_errors(obj)
 
@@ -49,9 +48,12 @@ def test_a_catalog_leader_worker_runtime_annotated_multinode_renders_valid_leade
     for component in ("engine", "decoder"):
         if component in spec:
             spec[component] = {**spec[component], "annotations": MULTI_NODE}
-    result = render(replace(inp, inference_service={**inp.inference_service, "spec": spec}))
+    isvc = {**inp.inference_service, "spec": spec}
+    result = render(render_input(isvc, inp.runtime, inp.model, {}, inp.accelerator_config))
     assert not result.errors
-    assert {o["kind"] for o in result.objects} == {"LeaderWorkerSet", "Deployment"}  # the router stays a Deployment
+    kinds = {o["kind"] for o in result.objects}
+    assert {"LeaderWorkerSet", "Service"} <= kinds
+    assert ("Deployment" in kinds) == ("router" in spec)  # the router stays a Deployment
     for obj in result.objects:
         assert not schema_errors(obj), schema_errors(obj)
 
@@ -73,13 +75,13 @@ def test_closed_schemas_refuse_unknown_fields_except_where_unknown_fields_are_pr
 
 
 def test_schema_validation_refuses_an_unknown_field_in_a_leaderworkerset_and_a_deployment() -> None:
-    runtime = make_runtime(engineConfig={"annotations": MULTI_NODE, "worker": {"size": 1, "runner": runner()}})
-    (lws,) = run(make_isvc(engine={}), runtime).objects
+    runtime = make_runtime(engineConfig={"annotations": MULTI_NODE, "runner": runner(), "worker": {"size": 1}})
+    lws = only(run(make_isvc(engine={}), runtime), "LeaderWorkerSet")
     lws["spec"]["leaderWorkerTemplate"]["sizes"] = 2
     assert schema_errors(lws) == [
         "spec.leaderWorkerTemplate: Additional properties are not allowed ('sizes' was unexpected)"
     ]
-    (deployment,) = run(make_isvc(engine={}), make_runtime(engineConfig={"runner": runner()})).objects
+    deployment = only(run(make_isvc(engine={}), make_runtime(engineConfig={"runner": runner()})))
     deployment["spec"]["template"]["spec"]["runner"] = {}
     assert schema_errors(deployment) == [
         "spec.template.spec: Additional properties are not allowed ('runner' was unexpected)"

@@ -43,11 +43,11 @@ def test_a_refused_rules_change_keeps_the_last_good_revision(tmp_path: Path) -> 
     attempts = []
     state = ServingState(rules, None, attempts.append)
     good = state.revision
-    (rules / "00-runtime.yaml").write_text(
-        (rules / "00-runtime.yaml").read_text().replace("runtime_disabled: true}", "runtime_gone: true}")
+    (rules / "10-runtime.yaml").write_text(
+        (rules / "10-runtime.yaml").read_text().replace("runtime_disabled: true}", "runtime_gone: true}")
     )
     attempt = state.reload_rules()
-    assert not attempt.ok and attempt.rule_id == "runtime-disabled" and attempt.file.endswith("00-runtime.yaml")
+    assert not attempt.ok and attempt.rule_id == "runtime-disabled" and attempt.file.endswith("10-runtime.yaml")
     assert "runtime_gone" in attempt.error
     assert state.revision is good and attempts == [attempt]
 

@@ -8,6 +8,7 @@ NAMESPACE = "llama-demo"
 MODEL_NAME = "llama-3-2-3b-instruct"
 RUNTIME_NAME = "sglang-llama-3-2-3b"
 MODEL_PATH = "/raid/models/meta/llama-3-2-3b-instruct"
+MODEL_70B = "llama-3-3-70b-instruct"
 
 
 def model_manifest() -> dict[str, Any]:
@@ -24,6 +25,18 @@ def model_manifest() -> dict[str, Any]:
             "storage": {"storageUri": "hf://meta-llama/Llama-3.2-3B-Instruct", "path": MODEL_PATH},
         },
     }
+
+
+def model_70b_manifest() -> dict[str, Any]:
+    """The llama-3-3-70b-instruct ClusterBaseModel spec 004's per-accelerator example serves."""
+    doc = model_manifest()
+    doc["metadata"] = {"name": MODEL_70B}
+    doc["spec"].update(
+        modelFramework={"name": "transformers", "version": "4.47.0.dev0"},
+        modelParameterSize="70B",
+        storage={"storageUri": "hf://meta-llama/Llama-3.3-70B-Instruct", "path": "/raid/models/llama-3-3-70b-instruct"},
+    )
+    return doc
 
 
 def llama_entry(**extra: Any) -> dict[str, Any]:

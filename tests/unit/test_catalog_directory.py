@@ -90,7 +90,7 @@ def test_each_document_of_a_multi_document_file_is_loaded_and_errors_name_the_do
     loaded = load_directory(tmp_path)
     assert loaded.errors == [
         f"{path}#1: spec.modelSizeRange.min: malformed size '7Q'"
-        " (expected a number with unit M, B or T, e.g. 500M, 7B, 1T)"
+        " (expected a number with an optional unit M, B or T, e.g. 500M, 7B, 1T)"
     ]
     assert sorted(o.meta.name for o in loaded.objects) == ["m", "rt2"]
 

@@ -8,11 +8,18 @@ from typing import Any
 import pytest
 
 from policyd.catalog.snapshot import Catalog
-from policyd.decision.effective import effective_modes
-from policyd.decision.evaluation import RuntimeEvaluation
-from policyd.decision.explain import explain_isvc, explain_model
-from policyd.decision.resolve import Resolution, lookup, resolve
-from policyd.decision.select import Selection, select
+from policyd.decision.lookup import lookup
+from policyd.decision.orchestrator import (
+    Effective,
+    Resolution,
+    Selection,
+    effective,
+    explain_isvc,
+    explain_model,
+    resolve,
+    select,
+)
+from policyd.decision.verdicts import RuntimeVerdict
 from policyd.errors import InvalidInput
 from policyd.resources.objects import ModelRef
 
@@ -42,7 +49,7 @@ def run_resolve(cat: Catalog, request: dict[str, Any], mode: str = "v1.3") -> Re
     return resolve(cat, parsed_isvc(request), default_revision(), mode)
 
 
-def explained(cat: Catalog, request: dict[str, Any]) -> dict[str, RuntimeEvaluation]:
+def explained(cat: Catalog, request: dict[str, Any]) -> dict[str, RuntimeVerdict]:
     return {e.runtime.meta.name: e for e in explain_isvc(cat, parsed_isvc(request), default_revision()).runtimes}
 
 
@@ -69,7 +76,7 @@ def test_no_runtime_message_lists_excluded_runtimes_joined_by_semicolons_with_th
     assert selection.error == (
         "no runtime found to support model safetensors with format safetensors in namespace llama-demo."
         " Checked 4 runtimes (1 namespace-scoped, 3 cluster-scoped). Excluded runtimes: "
-        f"sr-onnx ({NOT_IN_FORMATS}format mismatch (model=safetensors, runtime=onnx)); "
+        f"sr-onnx ({NOT_IN_FORMATS}format name mismatch (model=safetensors, runtime=onnx)); "
         "csr-big (model size 3B is outside supported range [60B, 75B]); "
         "csr-off (runtime is disabled)"
     )
@@ -107,33 +114,47 @@ def test_a_disabled_runtime_is_reported_as_disabled_before_its_other_problems() 
     assert run_select(cat, isvc()).error.endswith("Excluded runtimes: srt-off (runtime is disabled)")
 
 
-def test_only_runtimes_in_the_namespace_and_at_cluster_scope_are_checked() -> None:
+def test_only_runtimes_in_the_namespace_and_at_cluster_scope_are_checked_and_none_checked_is_not_counted() -> None:
     cat = catalog(model(), runtime("sr-other", kind="ServingRuntime", namespace="other-team"))
     selection = run_select(cat, isvc())
-    assert selection.error.endswith("Checked 0 runtimes (0 namespace-scoped, 0 cluster-scoped)")
+    assert (
+        selection.error
+        == "no runtime found to support model safetensors with format safetensors in namespace " + NAMESPACE
+    )
+    assert selection.refusal is not None and selection.refusal.kind == "RuntimeNotFound"
 
 
-def test_select_without_spec_model_is_invalid_input_naming_spec_model() -> None:
+def test_select_without_spec_model_or_a_named_runtime_is_refused_as_the_webhook_does() -> None:
+    selection = run_select(catalog(model(), runtime()), isvc(model_name=None, runtime_name=None))
+    assert selection.refusal is not None
+    assert (
+        selection.refusal.message == "an InferenceService without spec.model must name its runtime in spec.runtime.name"
+    )
+    assert (selection.refusal.kind, selection.refusal.field) == ("ValidationError", "spec.runtime.name")
+
+
+def test_select_without_spec_model_for_a_named_runtime_is_invalid_input_naming_spec_model() -> None:
     with pytest.raises(InvalidInput) as err:
-        run_select(catalog(model(), runtime()), isvc(model_name=None, runtime_name=None))
+        run_select(catalog(model(), runtime()), isvc(model_name=None, runtime_name="srt-llama"))
     assert err.value.field == "spec.model"
 
 
-def test_select_for_a_model_that_does_not_exist_is_invalid_input_naming_spec_model_name() -> None:
-    with pytest.raises(InvalidInput) as err:
-        run_select(catalog(model(), runtime()), isvc(model_name="nope"))
-    assert err.value.field == "spec.model.name"
-    assert err.value.message == "ClusterBaseModel nope not found"
+def test_select_for_a_model_that_does_not_exist_is_refused_naming_spec_model_name() -> None:
+    selection = run_select(catalog(model(), runtime()), isvc(model_name="nope"))
+    assert selection.refusal is not None
+    assert (selection.refusal.field, selection.refusal.message) == (
+        "spec.model.name",
+        "ClusterBaseModel nope not found",
+    )
+    assert selection.refusal.condition_reason == "RuntimeValidationError"
 
 
 def test_a_base_model_is_looked_up_in_the_inference_service_namespace() -> None:
     cat = catalog(model("ns-model", kind="BaseModel", namespace="llama-demo"), runtime())
     assert run_select(cat, isvc(model_name="ns-model", model_kind="BaseModel")).ranking
-    with pytest.raises(InvalidInput) as err:
-        run_select(cat, isvc(model_name="ns-model", model_kind="BaseModel", namespace="other-team"))
-    assert err.value.message == "BaseModel ns-model not found"
-    with pytest.raises(InvalidInput):
-        run_select(cat, isvc(model_name="ns-model"))  # kind defaults to ClusterBaseModel
+    other = run_select(cat, isvc(model_name="ns-model", model_kind="BaseModel", namespace="other-team"))
+    assert other.error == "BaseModel ns-model not found"
+    assert run_select(cat, isvc(model_name="ns-model")).error == "ClusterBaseModel ns-model not found"
 
 
 # -- scoring --------------------------------------------------------------------------------------
@@ -152,11 +173,15 @@ def weighted_entry(format_weight: int | None, framework_weight: int | None, **fi
     ("entries", "score"),
     [
         ([weighted_entry(None, None, priority=None)], (1 + 1) * 1),  # weight and priority default to 1
-        ([weighted_entry(0, None, priority=3)], (0 + 1) * 3),  # an explicit weight 0 counts
+        ([weighted_entry(0, None, priority=3)], (10 + 1) * 3),  # OME reads an explicit format weight 0 as 10
+        ([weighted_entry(None, 0, priority=3)], (1 + 5) * 3),  # and a framework weight 0 as 5
         ([weighted_entry(5, 2, priority=2)], (5 + 2) * 2),
         ([weighted_entry(1, 1, priority=1), weighted_entry(3, 1, priority=2)], (3 + 1) * 2),  # the best entry
-        ([weighted_entry(9, 9, priority=9, auto_select=False), entry(priority=2)], (1 + 1) * 2),  # selectable only
-        ([weighted_entry(9, 9, priority=9, fmt=("onnx", "1.0.0")), entry(priority=2)], (1 + 1) * 2),  # matching only
+        ([weighted_entry(9, 9, priority=9, auto_select=False), entry(priority=2)], (1 + 1) * 2),  # autoSelect false
+        ([weighted_entry(9, 9, priority=9, auto_select=None), entry(priority=2)], (9 + 9) * 9),  # unset counts
+        ([weighted_entry(9, 9, priority=9, fmt=("onnx", "1.0.0")), entry(priority=2)], (1 + 1) * 2),  # other format
+        # OME scores an entry on its format and framework alone: another architecture still scores
+        ([weighted_entry(9, 9, priority=9, architecture="MistralForCausalLM"), entry(priority=2)], (9 + 9) * 9),
     ],
 )
 def test_score_is_format_weight_plus_framework_weight_times_priority_of_the_best_entry(
@@ -167,9 +192,12 @@ def test_score_is_format_weight_plus_framework_weight_times_priority_of_the_best
     assert verdicts["rt"].score == score
 
 
-def test_the_best_entry_is_the_one_that_scores_highest() -> None:
-    entries = [entry(priority=1), entry(priority=4), entry(priority=4)]
-    assert explained(catalog(model(), runtime("rt", entries=entries)), isvc())["rt"].entry_index == 1
+def test_the_matched_entry_is_the_first_best_by_weights_scored_with_the_default_priority() -> None:
+    # OME takes acceleratorConfig from the entry that best matches the model's format and framework
+    entries = [entry(priority=1), entry(priority=4), weighted_entry(2, 1)]
+    assert explained(catalog(model(), runtime("rt", entries=entries)), isvc())["rt"].entry_index == 2
+    same = [entry(priority=1), entry(priority=4)]
+    assert explained(catalog(model(), runtime("rt", entries=same)), isvc())["rt"].entry_index == 0
 
 
 # -- ranking ---------------------------------------------------------------------------------------
@@ -265,7 +293,7 @@ def test_an_unknown_lookup_is_invalid_input() -> None:
 def test_a_missing_runtime_is_rejected_with_the_webhook_text_and_the_runtime_not_found_condition() -> None:
     resolution = run_resolve(catalog(model()), isvc(runtime_name="srt-llama-3-2-1b-instruct"))
     assert resolution.runtime is None
-    rejection = resolution.rejection
+    rejection = resolution.refusal
     assert rejection is not None
     assert rejection.message == "srt-llama-3-2-1b-instruct not found in namespace llama-demo"
     assert rejection.field == "spec.runtime.name"
@@ -277,7 +305,7 @@ def test_a_missing_runtime_is_rejected_with_the_webhook_text_and_the_runtime_not
 
 def test_without_a_model_a_missing_runtime_is_not_an_admission_error_but_sets_the_condition() -> None:
     resolution = run_resolve(catalog(), isvc(model_name=None, runtime_name="srt-gone"))
-    rejection = resolution.rejection
+    rejection = resolution.refusal
     assert rejection is not None
     assert rejection.message == ""
     assert rejection.condition_reason == "RuntimeNotFound"
@@ -286,39 +314,39 @@ def test_without_a_model_a_missing_runtime_is_not_an_admission_error_but_sets_th
 
 def test_a_disabled_runtime_is_rejected() -> None:
     resolution = run_resolve(catalog(model(), runtime("srt-off", disabled=True)), isvc(runtime_name="srt-off"))
-    assert resolution.rejection is not None
-    assert resolution.rejection.message == "runtime srt-off is disabled"
-    assert resolution.rejection.field == "spec.runtime.name"
+    assert resolution.refusal is not None
+    assert resolution.refusal.message == "cluster-scoped runtime srt-off is disabled"
+    assert resolution.refusal.field == "spec.runtime.name"
 
 
 def test_a_disabled_model_is_rejected() -> None:
     resolution = run_resolve(catalog(model(disabled=True), runtime()), isvc(runtime_name="srt-llama"))
-    assert resolution.rejection is not None
-    assert resolution.rejection.message == f"model {MODEL} is disabled"
-    assert "is disabled" in resolution.rejection.message
+    assert resolution.refusal is not None
+    assert resolution.refusal.message == f"model {MODEL} is disabled"
+    assert "is disabled" in resolution.refusal.message
 
 
 def test_a_sharded_model_is_rejected() -> None:
     resolution = run_resolve(catalog(model(distribution="Sharded"), runtime()), isvc(runtime_name="srt-llama"))
-    assert resolution.rejection is not None
-    assert resolution.rejection.message.endswith("no model cache provider is configured for sharded model loading")
+    assert resolution.refusal is not None
+    assert resolution.refusal.message.endswith("no model cache provider is configured for sharded model loading")
 
 
 def test_the_webhook_rejects_a_base_model_that_does_not_exist() -> None:
     resolution = run_resolve(catalog(runtime()), isvc(runtime_name="srt-llama"))
-    assert resolution.rejection is not None
-    assert resolution.rejection.message == f"ClusterBaseModel {MODEL} not found"
-    assert resolution.rejection.field == "spec.model.name"
+    assert resolution.refusal is not None
+    assert resolution.refusal.message == f"ClusterBaseModel {MODEL} not found"
+    assert resolution.refusal.field == "spec.model.name"
 
 
 def test_an_inference_service_with_neither_model_nor_runtime_is_rejected() -> None:
     resolution = run_resolve(catalog(runtime()), isvc(model_name=None))
     assert resolution.runtime is None
-    assert resolution.rejection is not None
-    assert resolution.rejection.message == (
+    assert resolution.refusal is not None
+    assert resolution.refusal.message == (
         "an InferenceService without spec.model must name its runtime in spec.runtime.name"
     )
-    assert resolution.rejection.field == "spec.runtime.name"
+    assert resolution.refusal.field == "spec.runtime.name"
 
 
 def test_resolve_without_a_named_runtime_is_invalid_input() -> None:
@@ -329,7 +357,7 @@ def test_resolve_without_a_named_runtime_is_invalid_input() -> None:
 
 def test_an_autoscaler_policy_ref_in_the_runtime_is_refused() -> None:
     cat = catalog(model(), runtime("srt-scaled", autoscalerPolicyRef={"name": "kpa"}))
-    rejection = run_resolve(cat, isvc(runtime_name="srt-scaled")).rejection
+    rejection = run_resolve(cat, isvc(runtime_name="srt-scaled")).refusal
     assert rejection is not None
     assert rejection.field == "spec.autoscalerPolicyRef"
     assert "autoscalerPolicyRef" in rejection.message and "srt-scaled" in rejection.message
@@ -337,7 +365,7 @@ def test_an_autoscaler_policy_ref_in_the_runtime_is_refused() -> None:
 
 def test_a_scaling_mode_other_than_independent_is_not_implemented() -> None:
     request = isvc(runtime_name="srt-llama", scalingPolicy={"mode": "Coordinated"})
-    rejection = run_resolve(catalog(model(), runtime()), request).rejection
+    rejection = run_resolve(catalog(model(), runtime()), request).refusal
     assert rejection is not None
     assert "ScalingModeNotImplemented" in rejection.message and "Coordinated" in rejection.message
     assert rejection.field == "spec.scalingPolicy.mode"
@@ -346,16 +374,16 @@ def test_a_scaling_mode_other_than_independent_is_not_implemented() -> None:
 @pytest.mark.parametrize("policy", [{"mode": "Independent"}, {}])
 def test_independent_scaling_is_accepted_and_is_the_default(policy: dict[str, Any]) -> None:
     request = isvc(runtime_name="srt-llama", scalingPolicy=policy)
-    assert run_resolve(catalog(model(), runtime()), request).rejection is None
+    assert run_resolve(catalog(model(), runtime()), request).refusal is None
 
 
 def test_the_runtime_s_scaling_policy_applies_unless_the_inference_service_replaces_it() -> None:
     cat = catalog(model(), runtime("srt-llama", scalingPolicy={"mode": "Coordinated"}))
-    rejection = run_resolve(cat, isvc(runtime_name="srt-llama")).rejection
+    rejection = run_resolve(cat, isvc(runtime_name="srt-llama")).refusal
     assert rejection is not None and "ScalingModeNotImplemented" in rejection.message
     assert "srt-llama" in rejection.field and rejection.field.endswith("spec.scalingPolicy.mode")
     replaced = isvc(runtime_name="srt-llama", scalingPolicy={"mode": "Independent"})
-    assert run_resolve(cat, replaced).rejection is None
+    assert run_resolve(cat, replaced).refusal is None
 
 
 # -- a named runtime that does not declare support ----------------------------------------------------------
@@ -363,7 +391,7 @@ def test_the_runtime_s_scaling_policy_applies_unless_the_inference_service_repla
 
 def named_texts(rt: dict[str, Any], request: dict[str, Any], mdl: dict[str, Any] | None = None) -> Resolution:
     resolution = run_resolve(catalog(mdl or model(), rt), request)
-    assert resolution.rejection is None
+    assert resolution.refusal is None
     assert resolution.runtime is not None and resolution.runtime.meta.name == rt["metadata"]["name"]
     return resolution
 
@@ -371,7 +399,7 @@ def named_texts(rt: dict[str, Any], request: dict[str, Any], mdl: dict[str, Any]
 def test_a_named_runtime_that_supports_the_model_is_used_without_warning_even_without_auto_select() -> None:
     resolution = named_texts(runtime("srt-manual", entries=[entry(auto_select=False)]), isvc(runtime_name="srt-manual"))
     assert (resolution.warning, resolution.event) == ("", "")
-    assert resolution.evaluation is not None and resolution.evaluation.compatible
+    assert resolution.verdict is not None and resolution.verdict.compatible
 
 
 def test_a_named_runtime_with_other_formats_gets_the_warning_and_the_advisory_event() -> None:
@@ -379,7 +407,7 @@ def test_a_named_runtime_with_other_formats_gets_the_warning_and_the_advisory_ev
     resolution = named_texts(rt, isvc(runtime_name="srt-onnx"))
     detail = (
         f"runtime srt-onnx does not support model safetensors: {NOT_IN_FORMATS}"
-        "format mismatch (model=safetensors, runtime=onnx)"
+        "format name mismatch (model=safetensors, runtime=onnx)"
     )
     assert resolution.warning == f'runtime "srt-onnx" does not declare support for model "{MODEL}" ({detail}){NAMED}'
     assert resolution.event == f"Runtime srt-onnx does not declare support for model {MODEL} ({detail}){NAMED}"
@@ -460,10 +488,9 @@ def test_explaining_a_model_alone_requests_no_mode_and_no_accelerator_class() ->
 # == Effective modes ===========================================================================================
 
 
-def modes_of(request: dict[str, Any], rt: dict[str, Any] | None) -> Any:
-    cat = catalog(rt) if rt else None
-    runtime_obj = next(iter(cat.runtimes.values())) if cat else None
-    return effective_modes(parsed_isvc(request), runtime_obj, default_revision().policy.messages)
+def modes_of(request: dict[str, Any], rt: dict[str, Any] | None) -> Effective:
+    cat = catalog(model(), rt) if rt else catalog(model())
+    return effective(cat, parsed_isvc(request), default_revision())
 
 
 def test_effective_modes_report_the_rule_that_set_each_component_s_mode() -> None:

@@ -182,9 +182,33 @@ def test_parser_records_defaults_of_an_entry() -> None:
     doc = runtime(entries=[entry(auto_select=None, priority=None)])
     parsed = parse_runtime(doc)
     (only,) = parsed.entries
-    assert only.auto_select is False
+    assert only.auto_select is None  # unset: it neither enables auto-selection nor stops the entry scoring
     assert only.priority is None
     assert only.format.operator == "Equal" and only.format.weight == 1 and not only.format.weight_set
+
+
+@pytest.mark.parametrize("priority", [0, -1, 2**31])
+def test_a_priority_outside_the_crd_s_range_is_refused(priority: int) -> None:
+    with pytest.raises(InvalidInput) as err:
+        parse_runtime(runtime(entries=[entry(priority=priority)]))
+    assert err.value.field == "spec.supportedModelFormats[0].priority"
+
+
+def test_the_accelerator_classes_an_inference_service_names_come_from_every_source_ome_reads() -> None:
+    doc = isvc(
+        acceleratorSelector={"acceleratorClass": "nvidia-l40s"},
+        engine={"acceleratorOverride": {"acceleratorClass": "nvidia-h100"}},
+        decoder={"acceleratorOverride": {"acceleratorClass": "nvidia-a100"}},
+    )
+    doc["metadata"]["annotations"] = {"ome.io/accelerator-class": "nvidia-b200"}
+    parsed = parse_inference_service(doc)
+    assert parsed.accelerator_classes == ("nvidia-b200", "nvidia-l40s", "nvidia-h100", "nvidia-a100")
+
+
+def test_scaling_policy_mode_defaults_to_independent_when_the_policy_names_none() -> None:
+    assert parse_inference_service(isvc(scalingPolicy={})).scaling_mode == "Independent"
+    assert parse_inference_service(isvc()).scaling_mode == ""
+    assert parse_runtime(runtime(scalingPolicy={"mode": "Coordinated"})).scaling_mode == "Coordinated"
 
 
 def test_parser_records_the_runtime_s_component_modes_and_images() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from policyd.decision.explain import explain_isvc
+from policyd.decision.orchestrator import explain_isvc
 from policyd.resources.objects import BaseModel, Pipeline, ServingRuntime
 from policyd.semantics.pipelines import NIL, PipelineMismatch, first_mismatch
 

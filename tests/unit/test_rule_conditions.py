@@ -22,14 +22,36 @@ def refused(when: dict[str, Any]) -> str:
 
 def make_rule(when: dict[str, Any], rule_id: str = "r", order: int = 1, effect: str = "exclude") -> Rule:
     condition, fields = compile_condition(when)
-    return Rule(rule_id, order, "entry", effect, condition, fields, "reason", "", "", "", "", 0, (), "test", 1)
+    return Rule(
+        id=rule_id,
+        order=order,
+        applies_to="entry",
+        effect=effect,
+        kind="Advisory",
+        group="g",
+        condition=condition,
+        fields=fields,
+        reason="reason",
+        refusal="",
+        condition_message="",
+        admission=True,
+        field="",
+        component="",
+        model_value="",
+        runtime_value="",
+        advisory="",
+        points=0,
+        tests=(),
+        source="test",
+        line=1,
+    )
 
 
 def matches(when: dict[str, Any], *facts: dict[str, Any]) -> list[bool]:
     """Whether each record (the neutral record with ``facts``) matches ``when`` in durable-rules."""
     engine = RuleEngine([make_rule(when)])
-    verdicts = engine.evaluate([{**neutral_record(), **f} for f in facts])
-    return [v.compat is not None for v in verdicts]
+    fired = engine.fire("entry", [{**neutral_record("entry"), **f} for f in facts])
+    return [bool(hits) for hits in fired]
 
 
 # -- fields -------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ RULE = """
     order: {order}
     applies_to: {applies_to}
     effect: {effect}
-    when: {when}
+{kind}    when: {when}
     reason: "{reason}"
 """
 
@@ -80,7 +80,10 @@ def rule_text(
     when: str = "{runtime_disabled: true}",
     reason: str = "extra",
 ) -> str:
-    return RULE.format(id=rule_id, order=order, applies_to=applies_to, effect=effect, when=when, reason=reason)
+    kind = "    kind: Advisory\n" if effect in ("exclude", "reject", "refuse") else ""
+    return RULE.format(
+        id=rule_id, order=order, applies_to=applies_to, effect=effect, kind=kind, when=when, reason=reason
+    )
 
 
 # -- the bundled rules ------------------------------------------------------------------------------
@@ -90,7 +93,7 @@ def stored_tests() -> int:
     count = 0
     for path in RULES.glob("*.yaml"):
         doc = yaml.safe_load(path.read_text())
-        count += sum(len(rule.get("tests", [])) for rule in doc.get("rules", []))
+        count += sum(len(item.get("tests", [])) for item in (*doc.get("rules", []), *doc.get("groups", [])))
     return count
 
 
@@ -115,7 +118,7 @@ def test_the_revision_id_follows_the_rule_files_content(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
     same = load_policy(directory).revision
     assert same == default_revision().id
-    replace(directory / "00-runtime.yaml", "reason: runtime is disabled\n", "reason: runtime is switched off\n")
+    replace(directory / "10-runtime.yaml", "reason: runtime is disabled\n", "reason: runtime is switched off\n")
     assert load_policy(directory).revision != same
 
 
@@ -124,7 +127,7 @@ def test_the_revision_id_follows_the_rule_files_content(tmp_path: Path) -> None:
 
 def test_invalid_yaml_is_refused_with_file_and_line(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
-    path = directory / "00-runtime.yaml"
+    path = directory / "10-runtime.yaml"
     line = line_of(path, "reason: runtime is disabled")
     replace(path, "    reason: runtime is disabled\n", "    reason: runtime is: disabled: [oops\n")
     err = load_error(directory)
@@ -135,8 +138,8 @@ def test_invalid_yaml_is_refused_with_file_and_line(tmp_path: Path) -> None:
 
 def test_a_schema_violation_names_the_rule_and_its_line(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
-    path = directory / "00-runtime.yaml"
-    replace(path, "    effect: reject\n", "    effect: reject\n    severity: high\n")
+    path = directory / "10-runtime.yaml"
+    replace(path, "    order: 100\n", "    order: 100\n    severity: high\n")
     err = load_error(directory)
     assert (err.file, err.rule_id, err.line) == (str(path), "runtime-disabled", line_of(path, "- id: runtime-disabled"))
     assert "schema" in err.reason and "severity" in err.reason
@@ -146,14 +149,14 @@ def test_a_schema_violation_names_the_rule_and_its_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "words"),
     [
-        ("    effect: reject\n", "    effect: block\n", "block"),
+        ("    effect: reject\n    kind: ValidationError\n", "    effect: block\n    kind: ValidationError\n", "block"),
         ("    order: 100\n", "    order: first\n", "first"),
         ("  - id: runtime-disabled\n", "  - id: Runtime_Disabled\n", "Runtime_Disabled"),
     ],
 )
 def test_other_schema_violations_are_refused(tmp_path: Path, old: str, new: str, words: str) -> None:
     directory = copy_rules(tmp_path)
-    path = directory / "00-runtime.yaml"
+    path = directory / "10-runtime.yaml"
     replace(path, old, new)
     err = load_error(directory)
     assert err.file == str(path) and err.line == line_of(path, "- id: ") and words in err.reason
@@ -162,15 +165,15 @@ def test_other_schema_violations_are_refused(tmp_path: Path, old: str, new: str,
 def test_an_unknown_fact_field_is_refused_with_rule_and_line(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
     path = directory / "90-selection.yaml"
-    replace(path, "when: {entry_auto_select: false}", "when: {entry_autoselect: false}")
+    replace(path, "when: {runtime_auto_select: false}", "when: {runtime_autoselect: false}")
     err = load_error(directory)
-    assert (err.rule_id, err.line) == ("auto-select-disabled", line_of(path, "- id: auto-select-disabled"))
-    assert "unknown fact field 'entry_autoselect'" in err.reason
+    assert (err.rule_id, err.line) == ("no-auto-select-entry", line_of(path, "- id: no-auto-select-entry"))
+    assert "unknown fact field 'runtime_autoselect'" in err.reason
 
 
 def test_an_unknown_placeholder_in_a_reason_template_is_refused(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
-    path = directory / "10-formats.yaml"
+    path = directory / "20-formats.yaml"
     replace(
         path,
         'quantization mismatch (model={model_quantization}, runtime={entry_quantization})"',
@@ -188,7 +191,7 @@ def test_an_unknown_placeholder_in_a_reason_template_is_refused(tmp_path: Path) 
 @pytest.mark.parametrize("key", ["component", "model_value", "runtime_value", "advisory"])
 def test_unknown_placeholders_are_refused_in_every_template_of_a_rule(tmp_path: Path, key: str) -> None:
     directory = copy_rules(tmp_path)
-    path = directory / "00-runtime.yaml"
+    path = directory / "10-runtime.yaml"
     line = append_rule(path, rule_text() + f'    {key}: "{{no_such_fact}}"\n')
     err = load_error(directory)
     assert (err.rule_id, err.line) == ("extra-rule", line)
@@ -202,39 +205,33 @@ def test_a_duplicate_rule_id_is_refused_at_its_second_definition(tmp_path: Path)
     path.write_text(text.replace("\nscoring:", rule_text("runtime-disabled", 995) + "\nscoring:", 1))
     err = load_error(directory)
     assert (err.file, err.rule_id, err.line) == (str(path), "runtime-disabled", line_of(path, "- id: runtime-disabled"))
-    assert err.reason == f"duplicate rule id (also in {directory / '00-runtime.yaml'})"
+    assert err.reason == f"duplicate id (also in {directory / '10-runtime.yaml'})"
 
 
-def test_a_duplicate_order_in_the_same_group_is_refused(tmp_path: Path) -> None:
+def test_a_duplicate_order_is_refused(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
-    path = directory / "00-runtime.yaml"
+    path = directory / "10-runtime.yaml"
     replace(path, "    order: 300\n", "    order: 200\n")
     err = load_error(directory)
-    assert (err.rule_id, err.line) == (
-        "accelerator-class-not-listed",
-        line_of(path, "- id: accelerator-class-not-listed"),
-    )
-    assert err.reason == "order 200 is also used by rule engine-deployment-mode"
+    assert (err.rule_id, err.line) == ("engine-deployment-mode", line_of(path, "- id: engine-deployment-mode"))
+    assert err.reason == "order 200 is also used by accelerator-class-not-listed"
 
 
-def test_the_same_order_in_different_groups_is_allowed(tmp_path: Path) -> None:
-    # runtime-disabled (reject) and an exclude rule, and two score rules, may share an order
+def test_orders_are_one_sequence_across_effects_scopes_and_groups(tmp_path: Path) -> None:
+    # "the first reason in rule order" compares rules of every effect with the groups
     directory = copy_rules(tmp_path)
-    path = directory / "00-runtime.yaml"
-    append_rule(path, rule_text("extra-exclude", order=100, when="{runtime_kind: Nope}"))
-    for name in ("bonus-a", "bonus-b"):
-        append_rule(path, rule_text(name, order=5000, effect="score", when="{runtime_kind: Nope}") + "    points: 1\n")
-    ids = {r.id for r in load_policy(directory).rules}
-    assert {"extra-exclude", "bonus-a", "bonus-b"} <= ids
+    append_rule(directory / "10-runtime.yaml", rule_text("extra-bonus", order=400, effect="score") + "    points: 1\n")
+    err = load_error(directory)
+    assert (err.rule_id, err.reason) == ("supported-formats", "order 400 is also used by extra-bonus")
 
 
 def test_a_failing_rule_test_is_refused_with_file_rule_and_line(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
-    path = directory / "00-runtime.yaml"
+    path = directory / "10-runtime.yaml"
     replace(
         path,
-        "expect: {rule: runtime-disabled, effect: reject, reason: runtime is disabled}",
-        "expect: {rule: runtime-disabled, effect: reject, reason: runtime is off}",
+        "expect: {rule: runtime-disabled, effect: reject, kind: ValidationError, reason: runtime is disabled}",
+        "expect: {rule: runtime-disabled, effect: reject, kind: ValidationError, reason: runtime is off}",
     )
     load_policy(directory)  # loading alone does not run the tests
     err = build_error(directory)
@@ -244,7 +241,7 @@ def test_a_failing_rule_test_is_refused_with_file_rule_and_line(tmp_path: Path) 
 
 def test_a_rule_test_with_an_unknown_fact_field_is_refused(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
-    path = directory / "00-runtime.yaml"
+    path = directory / "10-runtime.yaml"
     replace(path, "      - facts: {runtime_disabled: false}\n", "      - facts: {runtime_disabld: false}\n")
     err = load_error(directory)
     assert err.rule_id == "runtime-disabled"
@@ -291,30 +288,73 @@ def test_scoring_and_ranking_are_declared_exactly_once(tmp_path: Path) -> None:
 
     directory = copy_rules(tmp_path / "again")
     path = directory / "90-selection.yaml"
-    path.write_text(path.read_text().split("# score =")[0])
+    path.write_text(path.read_text().split("# An entry scores")[0])
     assert load_error(directory).reason == "scoring is not declared in any rule file"
 
 
 def test_a_runtime_rule_may_not_test_entry_fields(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
-    line = append_rule(directory / "00-runtime.yaml", rule_text(when="{entry_auto_select: false}"))
+    line = append_rule(directory / "10-runtime.yaml", rule_text(when="{entry_auto_select: false}"))
     err = load_error(directory)
     assert (err.rule_id, err.line) == ("extra-rule", line)
-    assert err.reason == "applies_to runtime but tests entry fields entry_auto_select"
+    assert err.reason == "applies to runtime but tests entry_auto_select, which runtime records do not carry"
 
 
 def test_a_runtime_rule_may_not_compare_with_an_entry_field_either(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
     when = "{runtime_name: {ne: {fact: entry_architecture}}}"
-    line = append_rule(directory / "00-runtime.yaml", rule_text(when=when))
+    line = append_rule(directory / "10-runtime.yaml", rule_text(when=when))
     err = load_error(directory)
     assert (err.rule_id, err.line) == ("extra-rule", line)
     assert "entry_architecture" in err.reason
 
 
+def test_a_rule_s_effect_must_suit_its_scope(tmp_path: Path) -> None:
+    directory = copy_rules(tmp_path)
+    append_rule(directory / "10-runtime.yaml", rule_text(applies_to="request", when="{isvc_has_router: true}"))
+    assert load_error(directory).reason == "a rule that applies to request takes effect refuse, not exclude"
+
+
+def test_an_entry_exclusion_must_belong_to_a_group(tmp_path: Path) -> None:
+    directory = copy_rules(tmp_path)
+    line = append_rule(directory / "20-formats.yaml", rule_text(applies_to="entry", when="{entry_index: 7}"))
+    err = load_error(directory)
+    assert (err.rule_id, err.line) == ("extra-rule", line)
+    assert err.reason == "an entry exclusion belongs to a group declaring how entries' reasons combine"
+
+
+def test_a_kind_must_be_declared(tmp_path: Path) -> None:
+    directory = copy_rules(tmp_path)
+    append_rule(directory / "10-runtime.yaml", rule_text().replace("kind: Advisory", "kind: Whatever"))
+    err = load_error(directory)
+    assert err.rule_id == "extra-rule"
+    assert err.reason.startswith("kind Whatever is not declared (kinds: Advisory, ")
+
+
+def test_a_runtime_refusal_tests_the_runtime_alone(tmp_path: Path) -> None:
+    # the catalog refuses such a runtime before any request, so the rule may not depend on one
+    directory = copy_rules(tmp_path)
+    append_rule(directory / "10-runtime.yaml", rule_text(effect="refuse", when="{size_in_range: false}"))
+    assert load_error(directory).reason == "a runtime refusal tests the runtime alone, not size_in_range"
+
+
+def test_a_rule_in_a_group_shares_its_scope_and_effect(tmp_path: Path) -> None:
+    directory = copy_rules(tmp_path)
+    append_rule(directory / "10-runtime.yaml", rule_text() + "    group: supported-formats\n")
+    assert load_error(directory).reason == "group supported-formats gathers entry rules with effect exclude"
+
+
+def test_a_directory_of_extra_rules_takes_the_settings_it_lacks_from_the_bundled_rules(tmp_path: Path) -> None:
+    (tmp_path / "extra.yaml").write_text("rules:" + rule_text(when="{runtime_kind: Nope}"))
+    assert load_error(tmp_path).reason == "messages is not declared in any rule file"
+    policy = load_policy(tmp_path, RULES)
+    assert [r.id for r in policy.rules] == ["extra-rule"]
+    assert policy.messages == default_revision().policy.messages
+
+
 def test_points_go_with_score_rules_only(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
-    append_rule(directory / "00-runtime.yaml", rule_text(effect="score"))
+    append_rule(directory / "10-runtime.yaml", rule_text(effect="score"))
     assert load_error(directory).reason == "points is required with effect score and allowed only there"
 
 
@@ -347,14 +387,15 @@ def test_python_in_a_condition_value_is_a_plain_string(tmp_path: Path, marker: P
     rule = rule_text(when=json.dumps({"runtime_name": payload}), reason="named {runtime_name}")
     rule += f"    tests:\n      - facts: {json.dumps({'runtime_name': payload})}\n"
     rule += "        expect: {rule: extra-rule, effect: exclude}\n"
-    append_rule(directory / "00-runtime.yaml", rule)
+    append_rule(directory / "10-runtime.yaml", rule)
     revision = build_revision(directory)  # stored test included: the payload is compared, never run
     (extra,) = [r for r in revision.policy.rules if r.id == "extra-rule"]
     assert extra.condition == {"runtime_name": payload}
-    hit, miss = revision.engine.evaluate(
-        [{**neutral_record(), "runtime_name": payload}, {**neutral_record(), "runtime_name": "srt-llama"}]
+    hit, miss = revision.engine.fire(
+        "runtime",
+        [{**neutral_record("runtime"), "runtime_name": payload}, {**neutral_record("runtime"), "runtime_name": "x"}],
     )
-    assert hit.first is extra and miss.first is None
+    assert hit == (extra,) and miss == ()
     assert templates.render(extra.reason, {"runtime_name": payload}) == f"named {payload}"
     assert not marker.exists()
 
@@ -374,7 +415,7 @@ def test_python_in_a_condition_value_is_a_plain_string(tmp_path: Path, marker: P
 )
 def test_a_reason_template_allows_only_plain_names(tmp_path: Path, template: str) -> None:
     directory = copy_rules(tmp_path)
-    line = append_rule(directory / "00-runtime.yaml", rule_text(reason=template))
+    line = append_rule(directory / "10-runtime.yaml", rule_text(reason=template))
     err = load_error(directory)
     assert (err.rule_id, err.line) == ("extra-rule", line)
     assert err.reason.startswith("reason: placeholder")
@@ -420,10 +461,10 @@ def test_python_yaml_tags_are_refused_as_invalid_yaml(tmp_path: Path, marker: Pa
         path = directory / "messages.yaml"
         path.write_text(path.read_text() + f"  extra: {value}\n")
     elif where == "test":
-        path = directory / "00-runtime.yaml"
+        path = directory / "10-runtime.yaml"
         append_rule(path, rule_text() + f"    tests:\n      - facts: {{runtime_name: {value}}}\n        expect: {{}}\n")
     else:
-        path = directory / "00-runtime.yaml"
+        path = directory / "10-runtime.yaml"
         append_rule(path, rule_text(when=f"{{runtime_name: {value}}}"))
     err = build_error(directory)
     assert err.file == str(path)
@@ -459,7 +500,7 @@ def test_python_yaml_tags_in_catalog_manifests_are_refused(marker: Path) -> None
 )
 def test_a_condition_operator_that_is_not_in_the_list_is_refused(tmp_path: Path, marker: Path, when: str) -> None:
     directory = copy_rules(tmp_path)
-    line = append_rule(directory / "00-runtime.yaml", rule_text(when=when))
+    line = append_rule(directory / "10-runtime.yaml", rule_text(when=when))
     err = load_error(directory)
     assert (err.rule_id, err.line) == ("extra-rule", line)
     assert err.reason.startswith("schema")
@@ -469,7 +510,7 @@ def test_a_condition_operator_that_is_not_in_the_list_is_refused(tmp_path: Path,
 @pytest.mark.parametrize("ref", ["__class__", "os.system", "\"__import__('os')\"", "runtime_name.__class__"])
 def test_a_fact_reference_to_a_non_field_is_refused_by_the_loader(tmp_path: Path, ref: str) -> None:
     directory = copy_rules(tmp_path)
-    line = append_rule(directory / "00-runtime.yaml", rule_text(when=f"{{runtime_name: {{ne: {{fact: {ref}}}}}}}"))
+    line = append_rule(directory / "10-runtime.yaml", rule_text(when=f"{{runtime_name: {{ne: {{fact: {ref}}}}}}}"))
     err = load_error(directory)
     assert (err.rule_id, err.line) == ("extra-rule", line)
     assert "a value must be a literal or {fact: <known field>}" in err.reason
@@ -478,7 +519,7 @@ def test_a_fact_reference_to_a_non_field_is_refused_by_the_loader(tmp_path: Path
 @pytest.mark.parametrize("field", ["__import__", "$or", "os.system", "runtime_name.__class__"])
 def test_a_condition_on_something_that_is_not_a_fact_field_is_refused(tmp_path: Path, field: str) -> None:
     directory = copy_rules(tmp_path)
-    append_rule(directory / "00-runtime.yaml", rule_text(when=json.dumps({field: "x"})))
+    append_rule(directory / "10-runtime.yaml", rule_text(when=json.dumps({field: "x"})))
     err = load_error(directory)
     assert err.rule_id == "extra-rule"
     assert f"unknown fact field {field!r}" in err.reason

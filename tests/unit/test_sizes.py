@@ -22,7 +22,14 @@ def test_units_scale_by_a_thousand() -> None:
     assert parse_size("1000B") == pytest.approx(parse_size("1T"))
 
 
-@pytest.mark.parametrize("text", ["7Q", "B7", "-1B", "", "7", "B", "1.2.3B", "7 billion", "7BB", "1,5B", "1e3B"])
+def test_a_size_without_a_unit_is_a_count_of_parameters() -> None:
+    assert parse_size("7000000000") == pytest.approx(7e9)
+    assert parse_size("1e3B") == pytest.approx(1e12)  # OME reads the number as a float
+
+
+@pytest.mark.parametrize(
+    "text", ["7Q", "B7", "-1B", "", "B", "1.2.3B", "7 billion", "7BB", "1,5B", "7b", "7 B", " 7B", "7B ", "1e999B"]
+)
 def test_malformed_size_raises_invalid_input_naming_the_field(text: str) -> None:
     with pytest.raises(InvalidInput) as err:
         parse_size(text, "spec.modelParameterSize")

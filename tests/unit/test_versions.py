@@ -69,29 +69,35 @@ def test_dev_version_matches_only_itself_whatever_the_operator(operator: str) ->
 
 
 @pytest.mark.parametrize("operator", ["Equal", "GreaterThan", "GreaterThanOrEqual"])
-def test_pre_release_model_version_matches_only_the_same_version(operator: str) -> None:
+def test_pre_release_and_build_versions_match_only_the_same_version(operator: str) -> None:
     # a lower limit reading would accept these; an upper limit on a release would too
-    assert not satisfies("4.47.0rc1", "4.48.0", operator)
     assert not satisfies("2.0.0-beta.1", "2.0.0", operator)
-    assert satisfies("4.47.0rc1", "4.47.0rc1", operator)
+    assert not satisfies("4.47.0-rc1", "4.48.0", operator)
+    assert satisfies("4.47.0-rc1", "4.47.0-rc1", operator)
+    assert satisfies("4.43.0+build", "4.43.0+build", operator)
+    assert not satisfies("4.43.0+build", "4.43.0+other", operator)
+    assert not satisfies("4.43.0", "4.43.0+build", operator)
 
 
-def test_pre_release_tags_are_recognised() -> None:
-    for text in ("0.34.0.dev0", "1.0.0rc1", "2.0.0-beta.1", "1.0.0a1", "1.0.0b2", "4.46.0dev"):
-        assert parse_version(text).is_prerelease, text
-    assert not parse_version("4.46.0").is_prerelease
+def test_every_unofficial_form_modelver_reads() -> None:
+    for text in ("0.34.0.dev0", "2.0.0-beta.1", "4.51.3-SAM-HQ-preview", "4.43.0+build", "1.2.3.4", "1.0.0-rc.1+b.2"):
+        assert parse_version(text).unofficial, text
+    assert not parse_version("4.46.0").unofficial
 
 
-@pytest.mark.parametrize("operator", ["Equal", "GreaterThan", "GreaterThanOrEqual"])
-def test_precision_must_agree(operator: str) -> None:
-    assert not satisfies("4.46", "4.46.0", operator)
-    assert not satisfies("4.46.0", "4.46", operator)
+def test_equal_ignores_precision_and_the_v_prefix_as_ome_does() -> None:
+    # modelver.Equal compares the numbers only: 4.46 is 4.46.0, v1 is 1
+    assert satisfies("4.46", "4.46.0")
+    assert satisfies("4.46.0", "4.46")
+    assert satisfies("v4.46.0", "4.46.0")
+    assert not satisfies("4.46", "4.47.0")
+
+
+@pytest.mark.parametrize("operator", ["GreaterThan", "GreaterThanOrEqual"])
+def test_ordering_needs_the_same_precision_and_v_prefix(operator: str) -> None:
     assert not satisfies("4.46", "4.47.0", operator)
-
-
-@pytest.mark.parametrize("operator", ["Equal", "GreaterThan", "GreaterThanOrEqual"])
-def test_v_prefix_must_agree(operator: str) -> None:
-    assert not satisfies("v4.46.0", "4.46.0", operator)
+    assert not satisfies("4.46.0", "4.47", operator)
+    assert not satisfies("v4.46.0", "4.47.0", operator)
     assert not satisfies("4.46.0", "v4.47.0", operator)
 
 
@@ -101,27 +107,53 @@ def test_two_v_prefixed_versions_compare_normally() -> None:
     assert not satisfies("v1.3.0", "v1.2.0", "GreaterThan")
 
 
-def test_parse_records_prefix_parts_and_prerelease() -> None:
+def test_parse_records_prefix_parts_and_the_unofficial_tails() -> None:
     version = parse_version("v4.45.0.dev0")
-    assert version.prefixed
-    assert version.parts == (4, 45, 0)
-    assert version.prerelease == ".dev0"
-    assert version.text == "v4.45.0.dev0"
+    assert (version.prefix, version.major, version.minor, version.patch, version.precision) == ("v", 4, 45, 0, 3)
+    assert version.dev == ("dev0",)
+    assert parse_version("1.0.0-rc.1+b.2").pre == ("rc", "1")
+    assert parse_version("1.0.0-rc.1+b.2").build == ("b", "2")
+    assert parse_version("1.12").precision == 2
 
 
 # -- bad input ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "text", ["4.x", "", "abc", "latest", "4..6", ".4", "4.46.0.", "4.46.0-", "4,46", "v", "vv4", "4.46.0 beta"]
+    "text",
+    [
+        "4.x",
+        "abc",
+        "latest",
+        "4..6",
+        ".4",
+        "4.46.0.",
+        "4.46.0-",
+        "4,46",
+        "v",
+        "vv4",
+        "4.46.0 beta",
+        "1.0.0rc1",  # modelver reads a tag only after "-", "+" or a third "."
+        "V1.0",  # only a lowercase v
+        "01.2",  # no leading zeroes
+        "1.02",
+        "1.2.post1",
+        " 1.0",
+    ],
 )
-def test_malformed_version_raises_invalid_input_naming_the_field(text: str) -> None:
+def test_a_version_ome_cannot_read_is_refused_naming_the_field(text: str) -> None:
     field = "spec.supportedModelFormats[0].modelFramework.version"
     with pytest.raises(InvalidInput) as err:
         parse_version(text, field)
     assert err.value.field == field
     assert repr(text) in err.value.message
     assert str(err.value).startswith(f"{field}: malformed version")
+
+
+def test_an_empty_version_is_refused() -> None:
+    with pytest.raises(InvalidInput) as err:
+        parse_version("", "spec.modelFormat.version")
+    assert err.value.message == "malformed version: empty"
 
 
 @pytest.mark.parametrize("value", [None, 4.46, 4])

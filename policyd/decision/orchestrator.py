@@ -1,0 +1,324 @@
+"""The one path from a request to an answer: facts → rules engine → verdicts → a Selection,
+Explanation, Resolution or Effective answer. What is refused, in which order, which reasons
+combine and how, what is listed as excluded: all of it comes from the rule files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from policyd.catalog.snapshot import Catalog, make_key
+from policyd.decision.lookup import lookup
+from policyd.decision.ranking import rank
+from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict, refusal, rule_reason, runtime_checks
+from policyd.errors import InvalidInput
+from policyd.facts.derive import (
+    Record,
+    Subject,
+    component_records,
+    entry_facts,
+    intrinsic_facts,
+    runtime_record,
+    subject_record,
+)
+from policyd.facts.fields import COMPONENT, ENTRY, MODEL, REQUEST, RUNTIME, neutral_record
+from policyd.policy import templates
+from policyd.policy.engine import Fired
+from policyd.policy.model import Rule
+from policyd.policy.revision import Revision
+from policyd.resources.objects import BaseModel, InferenceService, ModelRef, ServingRuntime
+from policyd.semantics.format_label import format_label
+from policyd.semantics.sizes import range_distance
+
+
+@dataclass(frozen=True)
+class Selection:
+    ranking: tuple[RuntimeVerdict, ...]
+    refusal: Refusal | None  # the request refused, or nothing selectable (OME's message)
+    warnings: tuple[str, ...]
+    excluded: tuple[RuntimeVerdict, ...]  # the runtimes OME's message lists; only when nothing is selectable
+
+    @property
+    def error(self) -> str:
+        return self.refusal.message if self.refusal else ""
+
+
+@dataclass(frozen=True)
+class Explanation:
+    model: BaseModel
+    model_format: str
+    runtimes: tuple[RuntimeVerdict, ...]
+
+
+@dataclass(frozen=True)
+class Resolution:
+    runtime: ServingRuntime | None
+    verdict: RuntimeVerdict | None
+    warning: str = ""
+    event: str = ""
+    event_reason: str = ""
+    refusal: Refusal | None = None
+    entry_index: int = -1
+
+
+@dataclass(frozen=True)
+class ComponentMode:
+    component: str
+    mode: str
+    source: str
+    error: Refusal | None
+
+
+@dataclass(frozen=True)
+class Effective:
+    runtime: ServingRuntime | None
+    modes: tuple[ComponentMode, ...]
+    errors: tuple[Refusal, ...]
+
+
+# -- facts ------------------------------------------------------------------------------------
+
+
+def _subject(catalog: Catalog, isvc: InferenceService, mode: str = "v1.3") -> Subject:
+    ref = isvc.model
+    model = catalog.models.get(make_key(ref.kind, isvc.meta.namespace, ref.name)) if ref else None
+    named = lookup(catalog, isvc, mode) is not None if isvc.runtime else False
+    return Subject(isvc.meta.namespace, isvc, model, ref, named)
+
+
+def _admission(revision: Revision, subject: Subject, base: Record) -> list[Refusal]:
+    """The request's refusals in rule order: request rules speak when there is an
+    InferenceService, model rules when a model is referenced."""
+    engine, policy = revision.engine, revision.policy
+    fired: list[Rule] = []
+    if subject.isvc is not None:
+        fired.extend(engine.fire(REQUEST, [base])[0])
+    if subject.model_ref is not None or subject.model is not None:
+        fired.extend(engine.fire(MODEL, [base])[0])
+    return [refusal(policy, r, base) for r in sorted(fired, key=lambda r: r.order) if r.effect == "refuse"]
+
+
+def _judge(
+    revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], named: bool
+) -> list[RuntimeVerdict]:
+    """One verdict per runtime, in the order given; each scope's records go to the engine in one batch."""
+    policy, engine = revision.policy, revision.engine
+    scoring = policy.scoring
+    model = subject.model
+    per_runtime = [entry_facts(model, rt, scoring) if model else () for rt in runtimes]
+    records = [
+        runtime_record(subject, base, rt, entries, scoring, named)
+        for rt, entries in zip(runtimes, per_runtime, strict=True)
+    ]
+    fired = engine.fire(RUNTIME, records)
+    entry_records = [{**rec, **e} for rec, entries in zip(records, per_runtime, strict=True) for e in entries]
+    entry_fired = engine.fire(ENTRY, entry_records)
+    out, at = [], 0
+    for runtime, record, hits, entries in zip(runtimes, records, fired, per_runtime, strict=True):
+        mine = list(zip(entry_records[at : at + len(entries)], entry_fired[at : at + len(entries)], strict=True))
+        at += len(entries)
+        out.append(_verdict(revision, subject, runtime, record, hits, mine, named))
+    return out
+
+
+def _verdict(
+    revision: Revision,
+    subject: Subject,
+    runtime: ServingRuntime,
+    record: Record,
+    fired: Fired,
+    entries: list[tuple[Record, Fired]],
+    named: bool,
+) -> RuntimeVerdict:
+    policy = revision.policy
+    checks, _ = runtime_checks(policy, record, fired, entries)
+    matched = policy.scoring.matched_entry([e for e, _ in entries], auto_selected=not named)
+    matched_hits = next((hits for e, hits in entries if e["entry_index"] == matched), ())
+    points = sum(r.points for r in (*fired, *matched_hits) if r.effect == "score")
+    advisories: list[Reason] = [rule_reason(r, record) for r in fired if r.effect == "advise"]
+    advisories += [
+        rule_reason(r, e) for e, hits in entries if e["entry_index"] == matched for r in hits if r.effect == "advise"
+    ]
+    compatible = not any(c.effect == "exclude" for c in checks)
+    rng = runtime.size_range
+    size = subject.model.size if subject.model else None
+    return RuntimeVerdict(
+        runtime=runtime,
+        record=record,
+        checks=checks,
+        score=int(record["runtime_score"]) + points if compatible else 0,
+        entry_index=matched,
+        advisories=tuple(advisories),
+        size_distance=0.0 if rng is None or size is None else range_distance(size, rng.min, rng.max),
+        policy=policy,
+    )
+
+
+# -- answers ----------------------------------------------------------------------------------
+
+
+def _missing_model(refusals: Sequence[Refusal], ref: ModelRef, field: str) -> InvalidInput:
+    """Explaining a model that does not exist is bad input naming ``field``, in the policy's words."""
+    message = refusals[0].message if refusals else f"{ref.kind} {ref.name} not found"
+    return InvalidInput(field, message)
+
+
+def select(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Selection:
+    subject = _subject(catalog, isvc)
+    base = subject_record(subject)
+    refusals = _admission(revision, subject, base)
+    if refusals:
+        return Selection((), refusals[0], (), ())
+    return _select(revision, catalog, subject, base)
+
+
+def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record) -> Selection:
+    policy = revision.policy
+    isvc = subject.isvc
+    assert isvc is not None
+    if subject.model is None:
+        raise InvalidInput(
+            "spec.model", "is required to select a runtime (an InferenceService without spec.model names its runtime)"
+        )
+    scope = catalog.in_scope(subject.namespace)
+    verdicts = _judge(revision, subject, base, scope, named=False)
+    ranking = rank(verdicts, policy.ranking)
+    messages = policy.messages
+    if ranking:
+        values = {"runtime_name": ranking[0].runtime.meta.name, "model_name": subject.model.meta.name}
+        # The admission webhook speaks only for InferenceServices with an engine section.
+        warnings = (templates.render(messages["auto_selected"], values),) if "engine" in isvc.components else ()
+        return Selection(tuple(ranking), None, warnings, ())
+    return _none_selectable(revision, base, scope, verdicts)
+
+
+def _none_selectable(
+    revision: Revision,
+    base: Record,
+    scope: Sequence[ServingRuntime],
+    verdicts: Sequence[RuntimeVerdict],
+) -> Selection:
+    policy = revision.policy
+    messages = policy.messages
+    excluded = tuple(v for v in verdicts if v.checks and v.checks[0].effect in policy.listed)
+    text = templates.render(messages["no_runtime"], base)
+    if scope:
+        namespaced = sum(1 for r in scope if r.namespaced)
+        counts = {"checked": len(scope), "namespaced": namespaced, "cluster": len(scope) - namespaced}
+        text += templates.render(messages["checked_runtimes"], counts)
+    if excluded:
+        items = [
+            templates.render(
+                messages["excluded_item"], {"runtime_name": v.runtime.meta.name, "reason": v.reason.message}
+            )
+            for v in excluded
+            if v.reason is not None
+        ]
+        text += templates.render(messages["excluded_runtimes"], {"list": messages["excluded_separator"].join(items)})
+    kind = policy.kinds[policy.none_selectable]
+    found = Refusal(policy.none_selectable, text, "spec.model.name", kind.condition_reason, text, "", 0)
+    return Selection((), found, (), excluded)
+
+
+def explain_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Explanation:
+    subject = _subject(catalog, isvc)
+    base = subject_record(subject)
+    if isvc.model is None:
+        raise InvalidInput("spec.model", "is required to explain runtimes for an InferenceService")
+    if subject.model is None:
+        raise _missing_model(_admission(revision, subject, base), isvc.model, "spec.model.name")
+    return _explain(revision, catalog, subject, base, subject.model)
+
+
+def explain_model(catalog: Catalog, ref: ModelRef, namespace: str, revision: Revision) -> Explanation:
+    """As ``kubectl ome runtime explain --model``: no InferenceService, so no mode or accelerator request."""
+    model = catalog.models.get(make_key(ref.kind, namespace, ref.name))
+    subject = Subject(namespace, None, model, ref)
+    base = subject_record(subject)
+    if model is None:
+        raise _missing_model(_admission(revision, subject, base), ref, "model.name")
+    return _explain(revision, catalog, subject, base, model)
+
+
+def _explain(revision: Revision, catalog: Catalog, subject: Subject, base: Record, model: BaseModel) -> Explanation:
+    verdicts = _judge(revision, subject, base, catalog.in_scope(subject.namespace), named=False)
+    return Explanation(model, format_label(model), tuple(verdicts))
+
+
+def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Resolution:
+    policy = revision.policy
+    if isvc.runtime is None and isvc.model is not None:
+        raise InvalidInput("spec.runtime.name", "is required to resolve a named runtime (use Select otherwise)")
+    runtime = lookup(catalog, isvc, mode)
+    subject = _subject(catalog, isvc, mode)
+    base = subject_record(subject)
+    candidates = _admission(revision, subject, base)
+    verdict = _judge(revision, subject, base, [runtime], named=True)[0] if runtime else None
+    if verdict is not None and (named := verdict.named_refusal()) is not None:
+        candidates.append(named)
+    if candidates:
+        return Resolution(runtime, verdict, refusal=min(candidates, key=lambda r: r.order))
+    if verdict is None or subject.model is None:
+        # No model: OME skips all model work, so there is nothing to check support against.
+        return Resolution(runtime, verdict)
+    check = verdict.when_named("advise")
+    if check is None:
+        return Resolution(runtime, verdict, entry_index=verdict.entry_index)
+    assert isvc.runtime is not None and runtime is not None
+    values = {
+        "runtime_name": runtime.meta.name,
+        "model_name": subject.model.meta.name,
+        "detail": check.advisory(policy),
+    }
+    messages = policy.messages
+    warning = templates.render(messages["named_warning"], values) if "engine" in isvc.components else ""
+    event = templates.render(messages["named_event"], values) if isvc.runtime.auto_sync else ""
+    return Resolution(
+        runtime,
+        verdict,
+        warning=warning,
+        event=event,
+        event_reason=policy.kinds[check.kind].event_reason if event else "",
+        entry_index=verdict.entry_index,
+    )
+
+
+def effective(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Effective:
+    """The mode each declared component runs in, with the runtime OME uses, and what refuses them."""
+    policy = revision.policy
+    subject = _subject(catalog, isvc, mode)
+    base = subject_record(subject)
+    errors = _admission(revision, subject, base)
+    runtime: ServingRuntime | None = None
+    if isvc.runtime is not None:
+        runtime = lookup(catalog, isvc, mode)
+    elif not errors and subject.model is not None:
+        selection = _select(revision, catalog, subject, base)
+        runtime = selection.ranking[0].runtime if selection.ranking else None
+        errors.extend([selection.refusal] if selection.refusal else [])
+    if runtime is not None:
+        record = runtime_record(subject, base, runtime, (), policy.scoring, isvc.runtime is not None)
+    else:
+        record = {**neutral_record(RUNTIME), **base}
+    components = component_records(record, isvc, runtime)
+    fired = revision.engine.fire(COMPONENT, components)
+    modes = []
+    for rec, hits in zip(components, fired, strict=True):
+        rule = next((r for r in hits if r.effect == "refuse"), None)
+        error = refusal(policy, rule, rec, component=str(rec["component_name"])) if rule else None
+        if error is not None:
+            errors.append(error)
+        modes.append(
+            ComponentMode(
+                str(rec["component_name"]), str(rec["component_mode"]), str(rec["component_mode_source"]), error
+            )
+        )
+    return Effective(runtime, tuple(modes), tuple(errors))
+
+
+def catalog_refusals(revision: Revision, runtime: ServingRuntime) -> list[Refusal]:
+    """What the policy refuses in a runtime itself (the catalog does not take it): its
+    runtime rules with effect refuse, which test the runtime alone."""
+    record = {**neutral_record(RUNTIME), **intrinsic_facts(runtime)}
+    hits = revision.engine.fire(RUNTIME, [record])[0]
+    return [refusal(revision.policy, r, record) for r in hits if r.effect == "refuse"]

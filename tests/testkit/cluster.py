@@ -1,0 +1,90 @@
+"""A real Kubernetes control plane for the tests that talk to Kubernetes: etcd and
+kube-apiserver built from their Go modules (tests/cluster), started once per session by
+``tests/cluster/up.sh`` and stopped by ``down.sh``. Use the ``kube_cluster`` fixture."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from testkit.shared import REPO
+
+SCRIPTS = REPO / "tests" / "cluster"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    directory: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.directory / "kubeconfig"
+
+    def _ports(self) -> dict[str, str]:
+        lines = (self.directory / "cluster.env").read_text().split()
+        return dict(line.split("=", 1) for line in lines)
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self._ports()['APISERVER_PORT']}"
+
+    def api(self) -> client.ApiClient:
+        """An admin client (system:masters)."""
+        return config.new_client_from_config(str(self.kubeconfig))
+
+    def up(self) -> None:
+        subprocess.run(["bash", str(SCRIPTS / "up.sh"), str(self.directory)], check=True, stdout=subprocess.DEVNULL)
+
+    def down(self) -> None:
+        subprocess.run(["bash", str(SCRIPTS / "down.sh"), str(self.directory)], check=True)
+
+    def stop_apiserver(self) -> None:
+        """SIGTERM kube-apiserver and wait until it is gone (etcd keeps running)."""
+        pid = int((self.directory / "kube-apiserver.pid").read_text())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver and start it again on the same port and data."""
+        self.stop_apiserver()
+        self.up()
+
+    def _etcd(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        url = f"http://127.0.0.1:{self._ports()['ETCD_PORT']}{path}"
+        request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            answer: dict[str, Any] = json.load(reply)
+            return answer
+
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision (what kube-apiserver does every few
+        minutes); watches that resume from an older resourceVersion then get 410 Gone."""
+        key = base64.b64encode(b"/").decode()
+        revision = int(self._etcd("/v3/kv/range", {"key": key, "limit": 1})["header"]["revision"])
+        self._etcd("/v3/kv/compaction", {"revision": revision, "physical": True})
+        return revision
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One control plane for the session; tests keep to namespaces of their own."""
+    cluster = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        cluster.up()
+        yield cluster
+    finally:
+        cluster.down()

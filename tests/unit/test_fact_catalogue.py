@@ -1,0 +1,54 @@
+"""The fact catalogue is declared once (policyd/facts/fields.py): every record derivation makes
+carries exactly the fields declared for its scope — none derived but undeclared, none declared
+but never derived — and the neutral records pass every bundled rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from policyd.facts.derive import Subject, component_records, entry_facts, runtime_record, subject_record
+from policyd.facts.fields import COMPONENT, ENTRY, FIELDS, MODEL, REQUEST, RUNTIME, SCOPES, fields_of, neutral_record
+from policyd.policy.model import DECIDING
+from policyd.resources.manifests import parse_model, parse_runtime
+
+from .builders import default_revision, entry, isvc, model, parsed_isvc, runtime
+
+SCORING = default_revision().policy.scoring
+
+
+def _records() -> dict[str, dict[str, object]]:
+    request = parsed_isvc(isvc(decoder={}, router={}))
+    base_model = parse_model(model())
+    rt = parse_runtime(runtime(entries=[entry()], classes=["nvidia-h100"], size_range=("1B", "8B")))
+    subject = Subject(request.meta.namespace, request, base_model, request.model, False)
+    base = subject_record(subject)
+    entries = entry_facts(base_model, rt, SCORING)
+    record = runtime_record(subject, base, rt, entries, SCORING, named=False)
+    return {
+        REQUEST: base,
+        RUNTIME: record,
+        ENTRY: {**record, **entries[0]},
+        COMPONENT: component_records(record, request, rt)[0],
+    }
+
+
+@pytest.mark.parametrize("scope", [REQUEST, RUNTIME, ENTRY, COMPONENT])
+def test_derived_records_carry_exactly_the_declared_fields_of_their_scope(scope: str) -> None:
+    derived = set(_records()[scope])
+    declared = set(fields_of(scope))
+    assert derived - declared == set(), "derived but not declared"
+    assert declared - derived == set(), "declared but never derived"
+
+
+def test_every_field_belongs_to_a_scope_and_has_a_neutral_value_of_its_type() -> None:
+    types = {"string": str, "boolean": bool, "integer": int, "list": list}
+    for name, spec in FIELDS.items():
+        assert spec.scope in SCOPES, name
+        assert type(spec.neutral_value) is types[spec.type], name
+    assert set(fields_of(MODEL)) <= set(fields_of(REQUEST))
+
+
+@pytest.mark.parametrize("scope", SCOPES)
+def test_a_neutral_record_passes_every_bundled_rule(scope: str) -> None:
+    fired = default_revision().engine.fire(scope, [neutral_record(scope)])[0]
+    assert [r.id for r in fired if r.effect in DECIDING] == []
