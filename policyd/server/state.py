@@ -159,7 +159,7 @@ class ServingState:
                 if self._dir_digest(key) != override.base:
                     del self._overrides[key]
                     log.info(
-                        "catalog directory changed an object changed over the API; the directory's version serves",
+                        "the watched directory changed an object the API had changed; the directory's version serves",
                         extra={"object": "/".join(k for k in key if k), "file": self._dir_files.get(key, "")},
                     )
             self._publish()
