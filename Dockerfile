@@ -1,9 +1,11 @@
-# policyd with its bundled rules; mount a catalog directory at /catalog.
+# policyd with its bundled rules (package data; --rules DIR for others); mount a catalog directory at /catalog.
 FROM python:3.11-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends build-essential && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY policyd policyd
+# policyd/rules links to rules/: the wheel ships the bundled rules as package data
+COPY rules rules
 COPY clients clients
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
@@ -11,8 +13,7 @@ FROM python:3.11-slim
 RUN useradd --system --uid 10001 --home-dir /nonexistent policyd
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
-COPY rules /etc/policyd/rules
 COPY examples/catalog /catalog
 USER 10001
 EXPOSE 50051 9090
-ENTRYPOINT ["policyd", "--rules", "/etc/policyd/rules", "--catalog", "/catalog", "--listen", "0.0.0.0:50051", "--metrics-port", "9090"]
+ENTRYPOINT ["policyd", "--catalog", "/catalog", "--listen", "0.0.0.0:50051", "--metrics-port", "9090"]

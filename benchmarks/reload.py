@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import tempfile
@@ -25,7 +26,7 @@ from policyd.contract import resources_pb2 as rpb
 from policyd.policy.revision import build_revision
 
 ROOT = Path(__file__).resolve().parents[1]
-CATALOG = ROOT.parent / "shared" / "data" / "ome-catalog"
+CATALOG = Path(os.environ.get("POLICYD_SHARED") or ROOT.parent / "shared") / "data" / "ome-catalog"
 MODEL = {
     "apiVersion": "ome.io/v1beta1",
     "kind": "ClusterBaseModel",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import threading
 import time
@@ -30,7 +31,7 @@ from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = Path(os.environ.get("POLICYD_SHARED") or ROOT.parent / "shared") / "data"
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:

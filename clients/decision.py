@@ -8,14 +8,24 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from policyd.contract import policy_pb2 as pb
-from policyd.contract import policy_pb2_grpc, render_pb2
+from policyd.contract import render_pb2
 from policyd.contract import resources_pb2 as rpb
 
 # (kind, namespace, name) -> the manifest, or None when there is none
 Manifests = Callable[[str, str, str], Mapping[str, Any] | None]
+
+
+class PolicyCalls(Protocol):
+    """The calls a decision needs: a PolicyServiceStub, or a client that wraps one (policyctl's
+    adds the field-validation choice and keeps the daemon's warnings)."""
+
+    def Select(self, request: pb.SelectRequest) -> pb.SelectResponse: ...
+    def Resolve(self, request: pb.ResolveRequest) -> pb.ResolveResponse: ...
+    def Effective(self, request: pb.EffectiveRequest) -> pb.EffectiveResponse: ...
+    def GetObjects(self, request: pb.GetObjectsRequest) -> pb.GetObjectsResponse: ...
 
 
 @dataclass(frozen=True)
@@ -48,7 +58,7 @@ def isvc_input(isvc: Mapping[str, Any]) -> rpb.InferenceServiceInput:
 
 
 def decide(
-    policy: policy_pb2_grpc.PolicyServiceStub,
+    policy: PolicyCalls,
     isvc: Mapping[str, Any],
     catalog: pb.RequestCatalog | None = None,
     lookup: str = "",
@@ -66,7 +76,7 @@ def decide(
     return Decision(isvc, resolved, selected, effective)
 
 
-def from_catalog(policy: policy_pb2_grpc.PolicyServiceStub) -> Manifests:
+def from_catalog(policy: PolicyCalls) -> Manifests:
     """Manifests from the daemon's catalog."""
 
     def get(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:

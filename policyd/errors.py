@@ -5,16 +5,23 @@ from __future__ import annotations
 
 class InvalidInput(ValueError):
     """Input that cannot be decided on; ``field`` is a path such as
-    ``spec.supportedModelFormats[1].modelFramework.version``."""
+    ``spec.supportedModelFormats[1].modelFramework.version``. ``violations`` holds every
+    (field, description) pair when there are several (strict field validation names each
+    unknown field); otherwise the one pair."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, violations: tuple[tuple[str, str], ...] = ()) -> None:
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.message = message
+        self.violations = violations or ((field, message),)
 
     def under(self, prefix: str) -> InvalidInput:
-        """The same error with its field path placed under ``prefix``."""
+        """The same error with its field paths placed under ``prefix``."""
         if not prefix:
             return self
-        path = f"{prefix}.{self.field}" if self.field and not self.field.startswith("[") else prefix + self.field
-        return InvalidInput(path, self.message)
+        violations = tuple((_under(prefix, f), m) for f, m in self.violations)
+        return InvalidInput(_under(prefix, self.field), self.message, violations)
+
+
+def _under(prefix: str, field: str) -> str:
+    return f"{prefix}.{field}" if field and not field.startswith("[") else prefix + field

@@ -3,13 +3,106 @@ binding to host:port or a unix socket, announcing readiness, stopping on a signa
 
 from __future__ import annotations
 
+import errno
 import signal
+import socket
+import stat
 import threading
 from collections.abc import Iterable
+from concurrent import futures
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+
+class ListenError(ValueError):
+    """An address that cannot be listened on, in one line for the operator."""
+
+
+@dataclass(frozen=True)
+class Listen:
+    """A ``host:port`` or ``unix:PATH`` listen address, checked."""
+
+    text: str
+    host: str = ""  # as written, brackets removed ("::" for "[::]:50051"); empty for a unix socket
+    port: int = 0
+    path: str = ""  # the unix socket's path
+
+    @property
+    def unix(self) -> bool:
+        return bool(self.path)
+
+
+def parse_listen(text: str) -> Listen:
+    if text.startswith("unix:"):
+        path = text.removeprefix("unix:").removeprefix("//")
+        if not path:
+            raise ListenError(f"{text!r}: unix: needs a socket path")
+        return Listen(text, path=path)
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host:
+        raise ListenError(f"{text!r}: expected host:port or unix:PATH")
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ListenError(f"{text!r}: port must be a number from 0 to 65535")
+    return Listen(text, host=host.removeprefix("[").removesuffix("]"), port=int(port_text))
+
+
+def new_server(workers: int) -> grpc.Server:
+    # gRPC sets SO_REUSEPORT by default, so a second process on a busy port would bind it too
+    # and the two would share the traffic; an operator expects "address already in use".
+    return grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=[("grpc.so_reuseport", 0)])
+
+
+def _check_tcp_free(listen: Listen) -> None:
+    try:
+        infos = socket.getaddrinfo(listen.host, listen.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as err:
+        raise ListenError(f"{listen.text}: cannot resolve {listen.host!r}: {err.strerror}") from None
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC does: TIME_WAIT is no owner
+            try:
+                probe.bind(address)
+            except OSError as err:
+                raise ListenError(f"{listen.text}: {err.strerror.lower() if err.strerror else err}") from None
+
+
+def _check_unix_free(listen: Listen) -> None:
+    """gRPC unlinks an existing socket file before binding: refuse when a live server owns it."""
+    path = Path(listen.path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise ListenError(f"{listen.text}: {path} exists and is not a socket")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError as err:
+            if err.errno in (errno.ECONNREFUSED, errno.ENOENT):
+                return  # left behind by a process that is gone: safe to replace
+            raise ListenError(f"{listen.text}: {err.strerror}") from None
+    raise ListenError(f"{listen.text}: address already in use")
+
+
+def bind(server: grpc.Server, listen: Listen) -> str:
+    """Bind and give the address actually bound (the real port for ``:0``)."""
+    if listen.unix:
+        _check_unix_free(listen)
+    else:
+        _check_tcp_free(listen)
+    try:
+        port = server.add_insecure_port(listen.text)
+    except RuntimeError:
+        port = 0
+    if listen.unix:
+        return listen.text
+    if not port:
+        raise ListenError(f"{listen.text}: cannot listen")
+    return f"{listen.text.rsplit(':', 1)[0]}:{port}"
 
 
 def add_health(server: grpc.Server, services: Iterable[str]) -> health.HealthServicer:
@@ -19,17 +112,6 @@ def add_health(server: grpc.Server, services: Iterable[str]) -> health.HealthSer
     for name in ("", *services):
         servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     return servicer
-
-
-def bind(server: grpc.Server, listen: str) -> str | None:
-    """The address actually bound (the real port for ``:0``), or None when binding failed."""
-    try:
-        port = server.add_insecure_port(listen)
-    except RuntimeError:
-        return None
-    if listen.startswith("unix:"):
-        return listen
-    return f"{listen.rsplit(':', 1)[0]}:{port}" if port else None
 
 
 def announce(address: str, ready_file: Path | None) -> None:

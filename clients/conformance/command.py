@@ -6,21 +6,33 @@ import argparse
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from clients.conformance.cases import case_files, load_case
 from clients.conformance.processes import StartError, serving
 from clients.conformance.runner import Stubs, run_case
 from clients.policyctl.connection import policy_stub, renderer_stub
+from clients.policyctl.output import Result
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Result:
+    """One line per case as it runs (the default view); -o json/yaml/name/jsonpath once all ran.
+    With --address, the cases run on that daemon instead of one started for them."""
+    stream = args.output is None
+    cases: list[dict[str, Any]] = []
+
+    def record(name: str, path: Path | None, problems: list[str]) -> None:
+        cases.append({"name": name, "file": str(path or name), "passed": not problems, "problems": problems})
+        if stream:
+            print(f"PASS {name}" if not problems else f"FAIL {name} ({path}): " + "; ".join(problems), flush=True)
+
     files = case_files(args.directories)
-    missing = [d for d in args.directories if not d.exists()]
-    for d in missing:
-        print(f"FAIL {d}: no such file or directory")
+    for d in args.directories:
+        if not d.exists():
+            record(str(d), d, ["no such file or directory"])
     with ExitStack() as stack:
         try:
-            address = args.address or stack.enter_context(
+            address = args.address_given or stack.enter_context(
                 serving(
                     "policyd.server.main",
                     [*(["--rules", str(args.rules)] if args.rules else []), "--log-level", "warning"],
@@ -32,28 +44,28 @@ def run(args: argparse.Namespace) -> int:
             )
         except StartError as err:
             print(f"cannot start: {err}", file=sys.stderr)
-            print(f"0 passed, {len(files) + len(missing)} failed")
-            return 1
-        stubs = Stubs(policy_stub(address), renderer_stub(renderer))
-        passed = failed = 0
-        for path in files:
-            case = load_case(path)
-            problems = run_case(case, stubs)
-            if problems:
-                failed += 1
-                print(f"FAIL {case.name} ({path}): " + "; ".join(problems))
-            else:
-                passed += 1
-                print(f"PASS {case.name}")
-    failed += len(missing)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed or not files else 0
+            for path in files:
+                record(str(path), path, ["not run: the daemon or the renderer did not start"])
+        else:
+            stubs = Stubs(policy_stub(address), renderer_stub(renderer))
+            for path in files:
+                case = load_case(path)
+                record(case.name, path, run_case(case, stubs))
+    passed = sum(1 for c in cases if c["passed"])
+    failed = len(cases) - passed
+    summary = f"{passed} passed, {failed} failed"
+    return Result(
+        {"cases": cases, "passed": passed, "failed": failed},
+        names=[c["name"] for c in cases],
+        text=summary,
+        default="text",
+        code=1 if failed or not files else 0,
+    )
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("conformance", help="run conformance case directories through a real daemon")
+def add_parser(sub: argparse._SubParsersAction[Any], parents: list[Any]) -> None:
+    p = sub.add_parser("conformance", help="run conformance case directories through a real daemon", parents=parents)
     p.add_argument("directories", nargs="+", type=Path)
-    p.add_argument("--address", help="use this running policyd instead of starting one")
     p.add_argument("--renderer", help="use this running renderer instead of starting one")
     p.add_argument("--rules", type=Path, help="rules directory for the daemon it starts")
     p.set_defaults(func=run)

@@ -1,4 +1,6 @@
-"""The daemon-facing commands of policyctl: each builds a request, calls policyd, prints."""
+"""The decision commands of policyctl (explain, select, resolve, effective, render) and model
+inspect: each builds a request, calls policyd and returns what to print. What is printed is
+what the daemon answered; nothing is decided here."""
 
 from __future__ import annotations
 
@@ -13,116 +15,198 @@ import yaml
 from google.protobuf import json_format
 
 from clients.decision import decide, from_catalog, placed_on, render_request
-from clients.policyctl.connection import as_objects, policy_stub, read_manifests, renderer_stub
-from clients.policyctl.output import as_dict, dump, table
+from clients.policyctl import inputs
+from clients.policyctl.connection import Caller, as_objects, renderer_stub
+from clients.policyctl.kinds import INFERENCE_SERVICE, object_name, short_kind
+from clients.policyctl.output import Column, Result, as_dict, table
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 
 
 class UsageError(Exception):
-    pass
+    """The command line asks for something impossible: exit 2, as argparse does."""
 
 
-def _isvc(args: argparse.Namespace) -> rpb.InferenceServiceInput:
-    docs = read_manifests([args.filename])
-    isvcs = [d for d in docs if d.get("kind") == "InferenceService"]
+def caller(args: argparse.Namespace) -> Caller:
+    return Caller(args.address, args.validate)
+
+
+def _subject(args: argparse.Namespace) -> tuple[dict[str, Any], list[inputs.Document]]:
+    """The InferenceService — from -f (whose other documents join the request's objects) or,
+    by name, from the cluster — and the other objects of -f."""
+    name = getattr(args, "isvc", None) or getattr(args, "name", None)
+    if args.filename and name:
+        raise UsageError("give either -f FILENAME or an InferenceService name, not both")
+    if not args.filename:
+        if not name:
+            raise UsageError("must specify -f FILENAME, or the NAME of an InferenceService in the cluster")
+        from clients.policyctl import cluster  # the kubernetes client takes 0.4 s to import: only when used
+
+        return cluster.inference_service(name, args.namespace, args.kubeconfig, args.context), []
+    docs = inputs.read(args.filename, args.namespace, args.recursive)
+    isvcs = [d for d in docs if d.kind == INFERENCE_SERVICE.name]
     if len(isvcs) != 1:
-        raise UsageError(f"{args.filename}: expected exactly one InferenceService, found {len(isvcs)}")
-    return rpb.InferenceServiceInput(manifest=json.dumps(isvcs[0]))
+        where = ", ".join(str(f) for f in args.filename)
+        found = ", ".join(d.source for d in isvcs) or "none"
+        raise inputs.InputError(f"{where}: expected exactly one InferenceService, found {len(isvcs)} ({found})")
+    return isvcs[0].manifest, [d for d in docs if d is not isvcs[0]]
 
 
-def _catalog(args: argparse.Namespace) -> pb.RequestCatalog:
-    docs = read_manifests(args.objects or [])
-    return pb.RequestCatalog(objects=as_objects(docs), isolated=args.isolated)
+def _catalog(args: argparse.Namespace, others: list[inputs.Document]) -> pb.RequestCatalog:
+    """Objects for this request only: the other documents of -f, then --objects."""
+    extra = inputs.read(args.objects or [], args.namespace, args.recursive)
+    return pb.RequestCatalog(objects=as_objects([d.manifest for d in [*others, *extra]]), isolated=args.isolated)
+
+
+def _request(args: argparse.Namespace) -> tuple[rpb.InferenceServiceInput, pb.RequestCatalog]:
+    """The InferenceService and the request's own objects, from -f or the cluster."""
+    isvc, others = _subject(args)
+    return rpb.InferenceServiceInput(manifest=json.dumps(isvc)), _catalog(args, others)
 
 
 def _revisions(r: pb.Revisions) -> str:
     return f"(rules {r.rules_revision}, catalog {r.catalog_revision})"
 
 
-def explain(args: argparse.Namespace) -> int:
-    request = pb.ExplainRequest(catalog=_catalog(args))
-    if args.filename:
-        request.inference_service.CopyFrom(_isvc(args))
-    elif args.model:
+def _yes(value: bool) -> str:
+    return "Yes" if value else "No"
+
+
+def explain(args: argparse.Namespace) -> Result:
+    call = caller(args)
+    request = pb.ExplainRequest()
+    if args.model:
+        if args.filename or args.isvc:
+            raise UsageError("give either --model NAME, -f FILENAME or --isvc NAME")
+        namespace = args.namespace or "default"
         request.model.CopyFrom(
-            pb.ModelSubject(model=rpb.ModelRef(name=args.model, kind=args.model_kind), namespace=args.namespace)
+            pb.ModelSubject(model=rpb.ModelRef(name=args.model, kind=args.model_kind), namespace=namespace)
         )
+        request.catalog.CopyFrom(_catalog(args, []))
     else:
-        raise UsageError("explain needs -f ISVC.yaml or --model NAME")
-    reply = policy_stub(args.address).Explain(request)
-    if args.output != "table":
-        print(dump(as_dict(reply), args.output))
-        return 0
-    print(f"MODEL {reply.model_name} {reply.model_format} {_revisions(reply.revisions)}")
+        isvc, catalog = _request(args)
+        request.inference_service.CopyFrom(isvc)
+        request.catalog.CopyFrom(catalog)
+    reply: pb.ExplainResponse = call("Explain", request)
     rows = [
         (
             v.name,
-            "SR" if v.kind == "ServingRuntime" else "CSR",
-            "Yes" if v.selectable else "No",
-            "Yes" if v.compatible else "No",
+            short_kind(v.kind),
+            _yes(v.selectable),
+            _yes(v.compatible),
             v.score if v.compatible else "",
             v.reason.message if v.HasField("reason") else "",
+            v.namespace,
+            v.entry_index if v.entry_index >= 0 else "",
+            v.reason.rule_id if v.HasField("reason") else "",
+            "; ".join(a.message for a in v.advisories),
         )
         for v in reply.runtimes
     ]
-    print(table(("RUNTIME", "KIND", "SELECTABLE", "COMPATIBLE", "SCORE", "REASON"), rows))
-    return 0
-
-
-def select(args: argparse.Namespace) -> int:
-    reply = policy_stub(args.address).Select(pb.SelectRequest(inference_service=_isvc(args), catalog=_catalog(args)))
-    if args.output != "table":
-        print(dump(as_dict(reply), args.output))
-        return 0 if reply.ranking else 1
-    for warning in reply.warnings:
-        print(f"Warning: {warning}")
-    if not reply.ranking:
-        print(reply.error)
-        return 1
-    rows = [(r.name, r.kind, r.score, r.entry_index) for r in reply.ranking]
-    print(table(("RUNTIME", "KIND", "SCORE", "ENTRY"), rows))
-    return 0
-
-
-def resolve(args: argparse.Namespace) -> int:
-    reply = policy_stub(args.address).Resolve(
-        pb.ResolveRequest(inference_service=_isvc(args), catalog=_catalog(args), lookup=args.lookup)
+    columns = [Column(h) for h in ("RUNTIME", "KIND", "SELECTABLE", "COMPATIBLE", "SCORE", "REASON")]
+    columns += [Column(h, wide=True) for h in ("NAMESPACE", "ENTRY", "RULE", "ADVISORIES")]
+    return Result(
+        as_dict(reply),
+        columns,
+        rows,
+        title=f"MODEL {reply.model_name} {reply.model_format} {_revisions(reply.revisions)}",
+        names=[object_name(v.kind, v.name) for v in reply.runtimes],
+        warnings=call.warnings,
     )
-    if args.output != "table":
-        print(dump(as_dict(reply), args.output))
-        return 1 if reply.rejection.message or reply.rejection.condition_message else 0
-    rejection = reply.rejection
-    if rejection.message or rejection.condition_message:
-        if rejection.message:
-            print(f"rejected: {rejection.message}")
-        if rejection.condition_message:
-            print(f"RuntimeReady=False reason={rejection.condition_reason}: {rejection.condition_message}")
-        return 1
-    print(f"{reply.runtime_kind}/{reply.runtime}")
-    if reply.warning:
-        print(f"Warning: {reply.warning}")
-    if reply.event:
-        print(f"Event RuntimeCompatibilityAdvisory: {reply.event}")
-    return 0
 
 
-def effective(args: argparse.Namespace) -> int:
-    reply = policy_stub(args.address).Effective(
-        pb.EffectiveRequest(inference_service=_isvc(args), catalog=_catalog(args), lookup=args.lookup)
+def select(args: argparse.Namespace) -> Result:
+    call = caller(args)
+    isvc, catalog = _request(args)
+    reply: pb.SelectResponse = call("Select", pb.SelectRequest(inference_service=isvc, catalog=catalog))
+    rows = [
+        (
+            r.name,
+            r.kind,
+            r.score,
+            r.entry_index,
+            r.namespace,
+            f"{r.entry.model_format.name}:{r.entry.model_format.version}".rstrip(":"),
+            f"{r.entry.model_framework.name}:{r.entry.model_framework.version}".rstrip(":"),
+        )
+        for r in reply.ranking
+    ]
+    columns = [Column(h) for h in ("RUNTIME", "KIND", "SCORE", "ENTRY")]
+    columns += [Column(h, wide=True) for h in ("NAMESPACE", "FORMAT", "FRAMEWORK")]
+    refusal = reply.error or reply.rejection.message
+    return Result(
+        as_dict(reply),
+        columns,
+        rows,
+        names=[object_name(r.kind, r.name) for r in reply.ranking],
+        warnings=[*call.warnings, *reply.warnings],
+        errors=[refusal] if not reply.ranking and refusal else [],
+        code=0 if reply.ranking else 1,
     )
-    if args.output != "table":
-        print(dump(as_dict(reply), args.output))
-        return 1 if reply.errors else 0
-    kind = "SR" if reply.runtime_kind == "ServingRuntime" else "CSR"
-    print(f"RUNTIME {kind}/{reply.runtime}" if reply.runtime else "RUNTIME <none>")
-    print(table(("COMPONENT", "MODE", "SET BY"), [(c.component, c.mode, c.source) for c in reply.components]))
-    for error in reply.errors:
-        print(f"error: {error.field}: {error.message}")
-    if reply.HasField("diffusers_backend"):
-        print()
-        print(diffusers_backend_text(reply.diffusers_backend))
-    return 1 if reply.errors else 0
+
+
+def _rejection(rejection: pb.Rejection) -> list[str]:
+    lines = [rejection.message] if rejection.message else []
+    if rejection.condition_message:
+        lines.append(f"RuntimeReady=False reason={rejection.condition_reason}: {rejection.condition_message}")
+    return lines
+
+
+def resolve(args: argparse.Namespace) -> Result:
+    call = caller(args)
+    isvc, catalog = _request(args)
+    request = pb.ResolveRequest(inference_service=isvc, catalog=catalog, lookup=args.lookup)
+    reply: pb.ResolveResponse = call("Resolve", request)
+    rejected = _rejection(reply.rejection)
+    rows = (
+        []
+        if rejected
+        else [
+            (
+                reply.runtime,
+                reply.runtime_kind,
+                _yes(reply.compatible),
+                reply.event_reason,
+                reply.runtime_namespace,
+                reply.entry_index if reply.entry_index >= 0 else "",
+                reply.reason.message if reply.HasField("reason") else "",
+                reply.event,
+            )
+        ]
+    )
+    columns = [Column(h) for h in ("RUNTIME", "KIND", "COMPATIBLE", "EVENT")]
+    columns += [Column(h, wide=True) for h in ("NAMESPACE", "ENTRY", "REASON", "MESSAGE")]
+    return Result(
+        as_dict(reply),
+        columns,
+        rows,
+        names=[] if rejected else [object_name(reply.runtime_kind, reply.runtime)],
+        warnings=[*call.warnings, *([reply.warning] if reply.warning else [])],
+        errors=rejected,
+        code=1 if rejected else 0,
+    )
+
+
+def effective(args: argparse.Namespace) -> Result:
+    call = caller(args)
+    isvc, catalog = _request(args)
+    request = pb.EffectiveRequest(inference_service=isvc, catalog=catalog, lookup=args.lookup)
+    reply: pb.EffectiveResponse = call("Effective", request)
+    errors = [f"{e.field}: {e.message}" if e.field else e.message for e in reply.errors]
+    if not reply.runtime:
+        errors.insert(0, "no runtime: none is named, and none can be selected (see policyctl select)")
+    rows = [(c.component, c.mode, c.source, c.error.message if c.HasField("error") else "") for c in reply.components]
+    return Result(
+        as_dict(reply),
+        [Column("COMPONENT"), Column("MODE"), Column("SET BY"), Column("ERROR", wide=True)],
+        rows,
+        title=f"RUNTIME {short_kind(reply.runtime_kind)}/{reply.runtime}" if reply.runtime else "RUNTIME <none>",
+        footer="\n" + diffusers_backend_text(reply.diffusers_backend) if reply.HasField("diffusers_backend") else "",
+        names=[object_name(reply.runtime_kind, reply.runtime)] if reply.runtime else [],
+        warnings=call.warnings,
+        errors=errors,
+        code=1 if errors else 0,
+    )
 
 
 def diffusers_backend_text(backend: pb.DiffusersBackend) -> str:
@@ -160,14 +244,17 @@ def diffusers_backend_text(backend: pb.DiffusersBackend) -> str:
     return "\n".join(lines)
 
 
-def render(args: argparse.Namespace) -> int:
+def render(args: argparse.Namespace) -> Result:
     """Decide with policyd (Resolve or Select), then render with the renderer sidecar."""
-    stub = policy_stub(args.address)
-    decision = decide(stub, json.loads(_isvc(args).manifest), _catalog(args), args.lookup)
+    call = caller(args)
+    isvc, catalog = _request(args)
+    decision = decide(call, json.loads(isvc.manifest), catalog, args.lookup)
     if decision.problem:
-        raise UsageError(f"rejected: {decision.problem}" if decision.resolved else decision.problem)
-    local = {(d.get("kind"), (d.get("metadata") or {}).get("name")): d for d in read_manifests(args.objects or [])}
-    in_catalog = from_catalog(stub)
+        return Result({}, errors=[decision.problem], code=1, warnings=call.warnings)
+    local = {
+        (d["kind"], (d.get("metadata") or {}).get("name")): d for d in (json.loads(o.manifest) for o in catalog.objects)
+    }
+    in_catalog = from_catalog(call)
 
     def manifests(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return local.get((kind, name)) or in_catalog(kind, namespace, name)
@@ -176,59 +263,85 @@ def render(args: argparse.Namespace) -> int:
     try:
         reply = renderer_stub(args.renderer).Render(request)
     except grpc.RpcError as err:
-        if err.code() == grpc.StatusCode.UNAVAILABLE:
-            raise UsageError(f"cannot reach the renderer at {args.renderer} (start it with `policy-render`)") from None
+        if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAVAILABLE:
+            raise inputs.InputError(
+                f"cannot reach the renderer at {args.renderer} (start it with `policy-render`)"
+            ) from None
         raise
-    print("\n---\n".join(yaml.safe_dump(json.loads(o), sort_keys=False).rstrip() for o in reply.objects))
-    for error in reply.errors:
-        print(f"error: {error}")
-    return 1 if reply.errors else 0
+    objects = [json.loads(o) for o in reply.objects]
+    rows = [
+        (
+            o.get("kind"),
+            (o.get("metadata") or {}).get("name"),
+            o.get("apiVersion"),
+            (o.get("metadata") or {}).get("namespace"),
+        )
+        for o in objects
+    ]
+    return Result(
+        {"apiVersion": "v1", "kind": "List", "items": objects},
+        [Column("KIND"), Column("NAME"), Column("APIVERSION", wide=True), Column("NAMESPACE", wide=True)],
+        rows,
+        names=[
+            object_name(str(o.get("kind")), str((o.get("metadata") or {}).get("name")), str(o.get("apiVersion")))
+            for o in objects
+        ],
+        text="\n---\n".join(yaml.safe_dump(o, sort_keys=False).rstrip() for o in objects),
+        default="text",
+        warnings=call.warnings,
+        errors=list(reply.errors),
+        code=1 if reply.errors else 0,
+    )
 
 
 def _model_file(path: Path) -> tuple[Path, dict[str, Any]]:
+    if not path.exists():
+        raise inputs.InputError(f'the path "{path}" does not exist')
     if path.is_dir():
         for name in ("model_index.json", "config.json"):
             if (path / name).is_file():
                 path = path / name
                 break
         else:
-            raise UsageError(f"{path}: neither model_index.json nor config.json")
+            raise inputs.InputError(f"{path}: neither model_index.json nor config.json")
     try:
         content = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as err:
-        raise UsageError(f"{path}: not a JSON file: {err}") from None
+        raise inputs.InputError(f"{path}: not a JSON file: {err}") from None
     if not isinstance(content, dict):
-        raise UsageError(f"{path}: must hold a JSON object")
+        raise inputs.InputError(f"{path}: must hold a JSON object")
     return path, content
 
 
-def model_inspect(args: argparse.Namespace) -> int:
+def _leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    if isinstance(value, dict) and value:
+        return [leaf for k, v in value.items() for leaf in _leaves(v, f"{path}.{k}" if path else str(k))]
+    return [(path, json.dumps(value) if isinstance(value, dict | list) else value)]
+
+
+def model_inspect(args: argparse.Namespace) -> Result:
+    call = caller(args)
     path, content = _model_file(args.path)
     request = pb.InspectModelRequest()
     is_index = path.name == "model_index.json" or ("_class_name" in content and "_diffusers_version" in content)
     json_format.ParseDict(content, request.model_index if is_index else request.config)
+    base: dict[str, Any] | None = None
     if args.base_model:
-        request.base_model.CopyFrom(rpb.Object(manifest=json.dumps(read_manifests([args.base_model])[0])))
-    spec = json.loads(policy_stub(args.address).InspectModel(request).spec_json)
-    print(dump({"spec": spec}, args.output))
-    return 0
-
-
-def status(args: argparse.Namespace) -> int:
-    print(dump(as_dict(policy_stub(args.address).GetStatus(pb.GetStatusRequest())), args.output))
-    return 0
-
-
-def apply(args: argparse.Namespace) -> int:
-    reply = policy_stub(args.address).ApplyObjects(
-        pb.ApplyObjectsRequest(objects=as_objects(read_manifests(args.files)))
+        docs = inputs.read([args.base_model], args.namespace)
+        if len(docs) != 1:
+            raise inputs.InputError(
+                f"{args.base_model}: expected one BaseModel or ClusterBaseModel, found {len(docs)} documents"
+            )
+        base = docs[0].manifest
+        request.base_model.CopyFrom(rpb.Object(manifest=json.dumps(base)))
+    spec = json.loads(call("InspectModel", request).spec_json)
+    # with --base-model: the whole manifest, ready to apply; else the spec OME records
+    data = {**base, "spec": spec} if base is not None else {"spec": spec}
+    return Result(
+        data,
+        [Column("FIELD"), Column("VALUE")],
+        _leaves(spec, "spec"),
+        names=[object_name(str(base.get("kind")), inputs.Document(base, "").name)] if base is not None else [],
+        default="yaml",
+        warnings=call.warnings,
     )
-    print(f"catalog {reply.catalog_revision}: {reply.runtimes} runtimes, {reply.models} models")
-    return 0
-
-
-def delete(args: argparse.Namespace) -> int:
-    key = pb.ObjectKey(kind=args.kind, namespace=args.namespace, name=args.name)
-    reply = policy_stub(args.address).DeleteObjects(pb.DeleteObjectsRequest(keys=[key]))
-    print(f"catalog {reply.catalog_revision}: {reply.deleted} deleted")
-    return 0 if reply.deleted else 1

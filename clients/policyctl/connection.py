@@ -1,21 +1,28 @@
-"""Channels to policyd and the renderer, and turning gRPC errors into messages."""
+"""Channels to policyd and the renderer; calls that carry the field-validation choice and
+bring back the daemon's warnings; gRPC errors as messages (the standard google.rpc.Status
+details: each BadRequest field violation)."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
+from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
-from policyd.resources.manifests import load_documents
 
 DEFAULT_ADDRESS = os.environ.get("POLICYD_ADDRESS", "127.0.0.1:50051")
 DEFAULT_RENDERER = os.environ.get("POLICY_RENDER_ADDRESS", "unix:/tmp/policy-render.sock")
+VALIDATION_KEY = "policyd-field-validation"  # as policyd.server.fieldcheck reads it
+WARNING_KEY = "policyd-warning"
+Resp = TypeVar("Resp", bound=Message)
 
 
 def policy_stub(address: str) -> policy_pb2_grpc.PolicyServiceStub:
@@ -26,20 +33,67 @@ def renderer_stub(address: str) -> render_pb2_grpc.RendererServiceStub:
     return render_pb2_grpc.RendererServiceStub(grpc.insecure_channel(address))
 
 
-def read_manifests(paths: list[Path]) -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = []
-    for path in paths:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text()
-        docs.extend(load_documents(text, str(path)))
-    return docs
-
-
 def as_objects(docs: list[dict[str, Any]]) -> list[rpb.Object]:
     return [rpb.Object(manifest=json.dumps(d)) for d in docs]
 
 
-def rpc_error(err: grpc.RpcError, address: str) -> str:
-    code = err.code()
+class Caller:
+    """Calls policyd with the user's field validation (Strict, Warn or Ignore) and keeps the
+    warnings the daemon sends back, to print on stderr."""
+
+    def __init__(self, address: str, validation: str = "Warn") -> None:
+        self.address = address
+        self.stub = policy_stub(address)
+        self.validation = validation
+        self.warnings: list[str] = []
+
+    def __call__(self, method: str, request: Message) -> Any:
+        rpc: Callable[..., tuple[Any, grpc.Call]] = getattr(self.stub, method).with_call
+        try:
+            response, call = rpc(request, metadata=((VALIDATION_KEY, self.validation),))
+        except grpc.RpcError as err:
+            self._keep(err.trailing_metadata() if isinstance(err, grpc.Call) else None)
+            raise
+        self._keep(call.trailing_metadata())
+        return response
+
+    def Select(self, request: pb.SelectRequest) -> pb.SelectResponse:
+        reply: pb.SelectResponse = self("Select", request)
+        return reply
+
+    def Resolve(self, request: pb.ResolveRequest) -> pb.ResolveResponse:
+        reply: pb.ResolveResponse = self("Resolve", request)
+        return reply
+
+    def Effective(self, request: pb.EffectiveRequest) -> pb.EffectiveResponse:
+        reply: pb.EffectiveResponse = self("Effective", request)
+        return reply
+
+    def GetObjects(self, request: pb.GetObjectsRequest) -> pb.GetObjectsResponse:
+        reply: pb.GetObjectsResponse = self("GetObjects", request)
+        return reply
+
+    def _keep(self, trailers: Any) -> None:
+        self.warnings.extend(str(v) for k, v in trailers or () if k == WARNING_KEY)
+
+
+def rpc_error(err: grpc.RpcError, address: str) -> list[str]:
+    """The lines of ``error: …`` for a failed call."""
+    code = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
     if code == grpc.StatusCode.UNAVAILABLE:
-        return f"cannot reach policyd at {address} (start it with `policyd`, or pass --address)"
-    return f"{code.name}: {err.details()}"
+        return [f"cannot reach policyd at {address} (start it with `policyd`, or pass --address)"]
+    details = err.details() if isinstance(err, grpc.Call) else str(err)
+    violations = _violations(err)
+    if len(violations) > 1:
+        return [f"{code.name}: {field}: {text}" for field, text in violations]
+    return [f"{code.name}: {details}"]
+
+
+def _violations(err: grpc.RpcError) -> list[tuple[str, str]]:
+    status = rpc_status.from_call(err) if isinstance(err, grpc.Call) else None
+    out: list[tuple[str, str]] = []
+    for detail in status.details if status is not None else ():
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            out.extend((v.field, v.description) for v in bad.field_violations)
+    return out

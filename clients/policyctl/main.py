@@ -1,96 +1,197 @@
-"""policyctl: explain, select, resolve, effective, render, model inspect, rules, conformance."""
+"""policyctl: runtime selection for OME, as kubectl users expect it (also `kubectl policy …`)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
+from typing import NoReturn
 
 import grpc
 
 from clients.conformance import command as conformance
-from clients.policyctl import commands, rulecmds
+from clients.policyctl import catalogcmds, commands, rulecmds
 from clients.policyctl.connection import DEFAULT_ADDRESS, DEFAULT_RENDERER, rpc_error
+from clients.policyctl.inputs import InputError
+from clients.policyctl.output import OutputError, Result, error_line, output_format, show
 from policyd.errors import InvalidInput
 
 
-def _decision(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
-) -> argparse.ArgumentParser:
-    p = sub.add_parser(name, help=help_text)
-    p.add_argument("-f", "--filename", type=Path, help="InferenceService manifest (- for stdin)")
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """kubectl's two lines for a usage error, exit 2."""
+        self.exit(2, f"error: {message}\nSee '{self.prog} --help' for usage.\n")
+
+
+_VALIDATION = {"strict": "Strict", "true": "Strict", "warn": "Warn", "ignore": "Ignore", "false": "Ignore"}
+
+
+def _validation(text: str) -> str:
+    """kubectl's --validate values: strict (or true), warn, ignore (or false)."""
+    mode = _VALIDATION.get(text.lower())
+    if mode is None:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: one of strict, warn, ignore, true, false")
+    return mode
+
+
+def _format(text: str) -> str:
+    try:
+        return output_format(text)
+    except OutputError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _common() -> _Parser:
+    """The options every command takes, anywhere on the line (before or after the command)."""
+    p = _Parser(add_help=False, argument_default=argparse.SUPPRESS)
+    p.add_argument("--address", help=f"policyd address (env POLICYD_ADDRESS, else {DEFAULT_ADDRESS})")
+    p.add_argument("-n", "--namespace", help="namespace of namespaced objects without one (else: default)")
+    p.add_argument("-o", "--output", type=_format, help="table, wide, name, json, yaml or jsonpath=TEMPLATE")
     p.add_argument(
-        "--objects", type=Path, action="append", help="extra runtimes/models for this request only (repeatable)"
+        "--validate",
+        type=_validation,
+        help="unknown manifest fields: strict or true (refused), warn (the default: warnings), ignore or false",
     )
-    p.add_argument("--isolated", action="store_true", help="use only --objects, not the daemon's catalog")
-    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
-    p.add_argument("--lookup", choices=("v1.3", "v1.2.2"), default="v1.3", help="named-runtime lookup order")
+    p.add_argument("--strict", dest="validate", action="store_const", const="Strict", help="same as --validate=strict")
+    p.add_argument("--kubeconfig", help="kubeconfig for reading InferenceServices from the cluster")
+    p.add_argument("--context", help="kubeconfig context")
     return p
 
 
-def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="policyctl", description=__doc__)
-    root.add_argument("--address", default=DEFAULT_ADDRESS, help="policyd address (env POLICYD_ADDRESS)")
-    sub = root.add_subparsers(dest="command", required=True)
+def _files(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("-f", "--filename", type=Path, action="append", help=f"{what}: a file, a directory, or - (stdin)")
+    p.add_argument("-R", "--recursive", action="store_true", help="read -f directories recursively")
 
-    p = _decision(sub, "explain", "every runtime in scope with its verdict and reason")
+
+COMMON_DEFAULTS = {
+    "address": None,
+    "namespace": None,
+    "output": None,
+    "validate": "Warn",
+    "kubeconfig": None,
+    "context": None,
+}
+Command = Callable[[argparse.Namespace], Result]
+
+
+def _decision(
+    sub: argparse._SubParsersAction[_Parser], common: _Parser, name: str, help_text: str, func: Command
+) -> _Parser:
+    p: _Parser = sub.add_parser(name, help=help_text, parents=[common], description=help_text)
+    p.add_argument("name", nargs="?", help="an InferenceService in the cluster (kubeconfig as kubectl finds it)")
+    _files(p, "the InferenceService, with any runtimes and models for this request")
+    p.add_argument("--isvc", help="the same as NAME: an InferenceService in the cluster")
+    p.add_argument(
+        "--objects", type=Path, action="append", help="extra runtimes/models for this request only (repeatable)"
+    )
+    p.add_argument("--isolated", action="store_true", help="use only these objects, not the daemon's catalog")
+    p.add_argument("--lookup", choices=("v1.3", "v1.2.2"), default="v1.3", help="named-runtime lookup order")
+    p.set_defaults(func=func)
+    return p
+
+
+def parser() -> _Parser:
+    common = _common()
+    # as a kubectl plugin (kubectl-policy on PATH), kubectl runs it for `kubectl policy …`
+    prog = "kubectl policy" if Path(sys.argv[0]).name == "kubectl-policy" else "policyctl"
+    root = _Parser(prog=prog, description=__doc__, parents=[common])
+    root.add_argument("--version", action="version", version=f"{prog} {metadata.version('policyd')}")
+    sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    p = _decision(sub, common, "explain", "every runtime in scope with its verdict and reason", commands.explain)
     p.add_argument("--model", help="explain for a model alone (as kubectl ome runtime explain --model)")
     p.add_argument("--model-kind", default="ClusterBaseModel", choices=("ClusterBaseModel", "BaseModel"))
-    p.add_argument("-n", "--namespace", default="default")
-    p.set_defaults(func=commands.explain)
-    _decision(sub, "select", "the runtime OME would auto-select").set_defaults(func=commands.select)
-    _decision(sub, "resolve", "the runtime an InferenceService names").set_defaults(func=commands.resolve)
-    _decision(sub, "effective", "each component's deployment mode and the rule that set it").set_defaults(
-        func=commands.effective
+    _decision(sub, common, "select", "the runtime OME would auto-select", commands.select)
+    _decision(sub, common, "resolve", "the runtime an InferenceService names", commands.resolve)
+    _decision(sub, common, "effective", "each component's deployment mode and the rule that set it", commands.effective)
+    p = _decision(
+        sub, common, "render", "the Deployments / LeaderWorkerSets a user would kubectl apply", commands.render
     )
-    p = _decision(sub, "render", "the Deployments / LeaderWorkerSets a user would kubectl apply")
     p.add_argument("--accelerator-class", help="accelerator class the engine and decoder were placed on")
     p.add_argument("--renderer", default=DEFAULT_RENDERER, help="renderer address (env POLICY_RENDER_ADDRESS)")
-    p.set_defaults(func=commands.render)
 
-    model = sub.add_parser("model", help="model metadata").add_subparsers(dest="model_command", required=True)
-    p = model.add_parser("inspect", help="the BaseModel fields OME records from model_index.json / config.json")
+    model = sub.add_parser("model", help="model metadata", parents=[common])
+    msub = model.add_subparsers(dest="model_command", required=True, metavar="COMMAND", parser_class=_Parser)
+    p = msub.add_parser(
+        "inspect", help="the BaseModel fields OME records from model_index.json / config.json", parents=[common]
+    )
     p.add_argument("path", type=Path, help="a model directory, or a model_index.json / config.json file")
-    p.add_argument("--base-model", type=Path, help="existing BaseModel manifest: only its empty fields are filled")
-    p.add_argument("-o", "--output", choices=("json", "yaml"), default="yaml")
+    p.add_argument(
+        "--base-model", type=Path, help="a BaseModel manifest: only its empty fields are filled, all printed"
+    )
     p.set_defaults(func=commands.model_inspect)
 
-    rules = sub.add_parser("rules", help="rule files").add_subparsers(dest="rules_command", required=True)
-    p = rules.add_parser("check", help="static checks of a rules directory")
+    rules = sub.add_parser("rules", help="rule files", parents=[common])
+    rsub = rules.add_subparsers(dest="rules_command", required=True, metavar="COMMAND", parser_class=_Parser)
+    p = rsub.add_parser("check", help="static checks of a rules directory", parents=[common])
     p.add_argument("directory", type=Path)
     p.set_defaults(func=rulecmds.check)
-    p = rules.add_parser("test", help="run the tests stored with the rules")
+    p = rsub.add_parser("test", help="run the tests stored with the rules", parents=[common])
     p.add_argument("directory", type=Path)
     p.set_defaults(func=rulecmds.test)
-    rules.add_parser("fields", help="the fact fields rules may test").set_defaults(func=rulecmds.fields)
+    rsub.add_parser("fields", help="the fact fields rules may test", parents=[common]).set_defaults(
+        func=rulecmds.fields
+    )
 
-    conformance.add_parser(sub)
+    conformance.add_parser(sub, [common])
 
-    p = sub.add_parser("status", help="rules and catalog revisions, last reload attempt")
-    p.add_argument("-o", "--output", choices=("json", "yaml"), default="yaml")
-    p.set_defaults(func=commands.status)
-    p = sub.add_parser("apply", help="add or replace catalog objects in the running daemon")
-    p.add_argument("-f", "--filename", dest="files", type=Path, action="append", required=True)
-    p.set_defaults(func=commands.apply)
-    p = sub.add_parser("delete", help="remove a catalog object from the running daemon")
-    p.add_argument("kind", choices=("ClusterServingRuntime", "ServingRuntime", "ClusterBaseModel", "BaseModel"))
-    p.add_argument("name")
-    p.add_argument("-n", "--namespace", default="")
-    p.set_defaults(func=commands.delete)
+    p = sub.add_parser("status", help="revisions, catalog size and errors, overrides, last reload", parents=[common])
+    p.set_defaults(func=catalogcmds.status)
+    p = sub.add_parser("apply", help="create or replace catalog objects in the running daemon", parents=[common])
+    _files(p, "manifests to apply")
+    p.set_defaults(func=catalogcmds.apply)
+    p = sub.add_parser("delete", help="remove catalog objects from the running daemon", parents=[common])
+    p.add_argument(
+        "names", nargs="*", metavar="KIND/NAME", help="KIND NAME… or KIND/NAME…, e.g. csr my-runtime or sr/my-runtime"
+    )
+    _files(p, "manifests of the objects to delete")
+    p.add_argument("--ignore-not-found", action="store_true", help="no error for an object that is not there")
+    p.set_defaults(func=catalogcmds.delete)
     return root
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        code: int = args.func(args)
-        return code
-    except grpc.RpcError as err:
-        print(f"error: {rpc_error(err, args.address)}", file=sys.stderr)
-    except (commands.UsageError, InvalidInput, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+def _error(lines: list[str]) -> int:
+    for line in lines:
+        print(error_line(line), file=sys.stderr)
     return 1
 
 
+def main(argv: list[str] | None = None) -> int:
+    root = parser()
+    args = root.parse_args(argv)
+    for name, default in COMMON_DEFAULTS.items():  # not set_defaults: the common actions are shared with every command
+        if not hasattr(args, name):
+            setattr(args, name, default)
+    args.address_given = args.address
+    args.address = args.address or DEFAULT_ADDRESS
+    try:
+        result: Result = args.func(args)
+        return show(result, args.output)
+    except commands.UsageError as err:
+        print(f"error: {err}\nSee '{root.prog} {args.command} --help' for usage.", file=sys.stderr)
+        return 2
+    except grpc.RpcError as err:
+        return _error(rpc_error(err, args.address))
+    except (InputError, InvalidInput, OutputError) as err:
+        return _error([str(err)])
+    except KeyboardInterrupt:
+        return 130  # as a shell reports a command ended by Ctrl-C; no traceback
+    except BrokenPipeError:
+        # stdout closed early (policyctl … | head): nothing more to say, and Python must not say it either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def run() -> None:
+    """The console scripts' entry point (policyctl and kubectl-policy)."""
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C while parsing arguments or starting up
+        sys.exit(130)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

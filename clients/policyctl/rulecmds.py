@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from clients.policyctl.output import table
+from clients.policyctl.output import Column, Result
 from policyd.facts.fields import FIELDS
 from policyd.policy.engine import RuleEngine
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError, declares_settings, load_policy
@@ -17,45 +17,49 @@ def _extra(directory: Path) -> Path | None:
     return None if not directory.is_dir() or declares_settings(directory) else directory
 
 
-def check(args: argparse.Namespace) -> int:
+def check(args: argparse.Namespace) -> Result:
     """Static checks: YAML, schema, fact fields, templates, ids, orders, kinds, groups, messages; durable-rules
     compiles it. A directory of extra rules is checked as it would serve: beside the bundled rules."""
     try:
         policy = load_policy(args.directory, BUNDLED_RULES)
         RuleEngine(policy.rules)
     except RuleFileError as err:
-        print(f"error: {err}")
-        return 1
+        return Result({"ok": False, "error": str(err)}, errors=[str(err)], code=1)
     except Exception as err:  # durable-rules reports bad rulesets with bare errors
-        print(f"error: {args.directory}: durable-rules refused the compiled rules: {err}")
-        return 1
+        message = f"{args.directory}: durable-rules refused the compiled rules: {err}"
+        return Result({"ok": False, "error": message}, errors=[message], code=1)
+    data = {"ok": True, "rules": len(policy.rules), "files": len(policy.sources), "revision": policy.revision}
     beside = " (with the bundled rules)" if _extra(args.directory) else ""
-    print(f"ok: {len(policy.rules)} rules in {len(policy.sources)} files{beside}, revision {policy.revision}")
-    return 0
+    return Result(
+        data,
+        text=f"ok: {len(policy.rules)} rules in {len(policy.sources)} files{beside}, revision {policy.revision}",
+        names=[r.id for r in policy.rules],
+        default="text",
+    )
 
 
-def test(args: argparse.Namespace) -> int:
+def test(args: argparse.Namespace) -> Result:
     try:
         policy = load_policy(args.directory, BUNDLED_RULES)
         engine = RuleEngine(policy.rules)
     except RuleFileError as err:
-        print(f"error: {err}")
-        return 1
+        return Result({"passed": 0, "failed": 0, "error": str(err)}, errors=[str(err)], code=1)
     within = _extra(args.directory)
     count, failures = run_tests(policy, engine, within)
-    for failure in failures:
-        print(f"FAIL {failure}")
     mine = [r for r in policy.rules if within is None or Path(r.source).parent == within]
     untested = [r.id for r in mine if not r.tests and not r.group]
-    for rule_id in untested:
-        print(f"note: rule {rule_id} has no tests")
     failed = len({(f.what, f.item_id, f.test) for f in failures})
-    print(f"{count - failed} passed, {failed} failed")
-    return 1 if failures else 0
+    lines = [*(f"FAIL {failure}" for failure in failures), *(f"note: rule {r} has no tests" for r in untested)]
+    lines.append(f"{count - failed} passed, {failed} failed")
+    data = {"passed": count - failed, "failed": failed, "failures": [str(f) for f in failures], "untested": untested}
+    return Result(data, text="\n".join(lines), names=[r.id for r in mine], default="text", code=1 if failures else 0)
 
 
-def fields(args: argparse.Namespace) -> int:
+def fields(args: argparse.Namespace) -> Result:
     """The fact fields a rule may test or print, with their types and meaning."""
-    rows = [(name, f.type, f.scope, f.doc) for name, f in FIELDS.items()]
-    print(table(("FIELD", "TYPE", "ABOUT", "MEANING"), rows))
-    return 0
+    return Result(
+        [{"name": name, "type": f.type, "scope": f.scope, "doc": f.doc} for name, f in FIELDS.items()],
+        [Column("FIELD"), Column("TYPE"), Column("ABOUT"), Column("MEANING")],
+        [(name, f.type, f.scope, f.doc) for name, f in FIELDS.items()],
+        names=list(FIELDS),
+    )

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from concurrent import futures
 from pathlib import Path
-
-import grpc
 
 from clients.renderer.service import RendererServicer
 from policyd.contract import render_pb2, render_pb2_grpc
-from policyd.grpc_process import add_health, announce, bind, wait_for_stop_signal
+from policyd.grpc_process import ListenError, add_health, announce, bind, new_server, parse_listen, wait_for_stop_signal
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,12 +16,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--listen", default="unix:/tmp/policy-render.sock", help="unix:PATH or host:port")
     p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
     args = p.parse_args(argv)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server = new_server(4)
     render_pb2_grpc.add_RendererServiceServicer_to_server(RendererServicer(), server)
     health_servicer = add_health(server, [render_pb2.DESCRIPTOR.services_by_name["RendererService"].full_name])
-    address = bind(server, args.listen)
-    if address is None:
-        print(f"policy-render: cannot listen on {args.listen}", file=sys.stderr)
+    try:
+        address = bind(server, parse_listen(args.listen))
+    except ListenError as err:
+        print(f"policy-render: cannot listen on {err}", file=sys.stderr)
         return 2
     server.start()
     announce(address, args.ready_file)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from policyd.catalog.snapshot import CatalogObject
+from policyd.catalog.snapshot import CatalogObject, Key, key_of
 from policyd.errors import InvalidInput
 from policyd.resources.manifests import is_ome_object, load_yaml, parse_object
 from policyd.resources.objects import InferenceService
+from policyd.resources.schema import unknown_fields
 
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -17,6 +18,8 @@ SUFFIXES = (".yaml", ".yml", ".json")
 class DirectoryLoad:
     objects: list[CatalogObject]
     errors: list[str]  # "file[#doc]: field: message"; a bad manifest never stops the rest
+    files: dict[Key, str]  # the file each object came from
+    warnings: list[str]  # 'file[#doc]: unknown field "spec.modle"': the object still loads
 
 
 def manifest_files(root: Path) -> list[Path]:
@@ -26,8 +29,10 @@ def manifest_files(root: Path) -> list[Path]:
 def load_directory(root: Path) -> DirectoryLoad:
     objects: list[CatalogObject] = []
     errors: list[str] = []
+    files: dict[Key, str] = {}
+    warnings: list[str] = []
     if not root.is_dir():
-        return DirectoryLoad([], [f"{root}: catalog directory does not exist"])
+        return DirectoryLoad([], [f"{root}: catalog directory does not exist"], {}, [])
     for path in manifest_files(root):
         try:
             docs = load_yaml(path.read_text(), str(path))
@@ -51,4 +56,6 @@ def load_directory(root: Path) -> DirectoryLoad:
                 errors.append(f"{where}: kind: an InferenceService is not a catalog object")
                 continue
             objects.append(obj)
-    return DirectoryLoad(objects, errors)
+            files[key_of(obj)] = str(path)
+            warnings.extend(f'{where}: unknown field "{field}"' for field in unknown_fields(doc))
+    return DirectoryLoad(objects, errors, files, warnings)

@@ -906,23 +906,62 @@ class ApplyObjectsResponse(_message.Message):
     CATALOG_REVISION_FIELD_NUMBER: _builtins.int
     RUNTIMES_FIELD_NUMBER: _builtins.int
     MODELS_FIELD_NUMBER: _builtins.int
+    CHANGES_FIELD_NUMBER: _builtins.int
     catalog_revision: _builtins.str
     runtimes: _builtins.int
     models: _builtins.int
+    @_builtins.property
+    def changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectChange]:
+        """One per object, in request order."""
+
     def __init__(
         self,
         *,
         catalog_revision: _builtins.str = ...,
         runtimes: _builtins.int = ...,
         models: _builtins.int = ...,
+        changes: _abc.Iterable[Global___ObjectChange] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog_revision", b"catalog_revision", "models", b"models", "runtimes", b"runtimes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog_revision", b"catalog_revision", "changes", b"changes", "models", b"models", "runtimes", b"runtimes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ApplyObjectsResponse: _TypeAlias = ApplyObjectsResponse  # noqa: Y015
+
+@_typing.final
+class ObjectChange(_message.Message):
+    """What an ApplyObjects or DeleteObjects call did to one object."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FILE_FIELD_NUMBER: _builtins.int
+    action: _builtins.str
+    """Apply: created, configured or unchanged. Delete: deleted or not_found."""
+    overrides_file: _builtins.str
+    """When the watched catalog directory also has an object with this key: its file. The
+    change then overrides the directory's object until that object changes in the
+    directory (or policyd restarts); GetStatusResponse.overrides lists it meanwhile.
+    """
+    @_builtins.property
+    def key(self) -> Global___ObjectKey: ...
+    def __init__(
+        self,
+        *,
+        key: Global___ObjectKey | None = ...,
+        action: _builtins.str = ...,
+        overrides_file: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "key", b"key", "overrides_file", b"overrides_file"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ObjectChange: _TypeAlias = ObjectChange  # noqa: Y015
 
 @_typing.final
 class ObjectKey(_message.Message):
@@ -975,17 +1014,23 @@ class DeleteObjectsResponse(_message.Message):
 
     CATALOG_REVISION_FIELD_NUMBER: _builtins.int
     DELETED_FIELD_NUMBER: _builtins.int
+    CHANGES_FIELD_NUMBER: _builtins.int
     catalog_revision: _builtins.str
     deleted: _builtins.int
+    @_builtins.property
+    def changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectChange]:
+        """One per key, in request order."""
+
     def __init__(
         self,
         *,
         catalog_revision: _builtins.str = ...,
         deleted: _builtins.int = ...,
+        changes: _abc.Iterable[Global___ObjectChange] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog_revision", b"catalog_revision", "deleted", b"deleted"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog_revision", b"catalog_revision", "changes", b"changes", "deleted", b"deleted"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1097,6 +1142,7 @@ class GetStatusResponse(_message.Message):
     RUNTIMES_FIELD_NUMBER: _builtins.int
     MODELS_FIELD_NUMBER: _builtins.int
     CATALOG_ERRORS_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
     runtimes: _builtins.int
     models: _builtins.int
     @_builtins.property
@@ -1105,6 +1151,10 @@ class GetStatusResponse(_message.Message):
     def last_attempt(self) -> Global___RuleLoadAttempt: ...
     @_builtins.property
     def catalog_errors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def overrides(self) -> _containers.RepeatedCompositeFieldContainer[Global___CatalogOverride]:
+        """Objects of the watched directory that ApplyObjects / DeleteObjects changed, by key."""
+
     def __init__(
         self,
         *,
@@ -1113,11 +1163,48 @@ class GetStatusResponse(_message.Message):
         runtimes: _builtins.int = ...,
         models: _builtins.int = ...,
         catalog_errors: _abc.Iterable[_builtins.str] | None = ...,
+        overrides: _abc.Iterable[Global___CatalogOverride] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["last_attempt", b"last_attempt", "revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog_errors", b"catalog_errors", "last_attempt", b"last_attempt", "models", b"models", "revisions", b"revisions", "runtimes", b"runtimes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog_errors", b"catalog_errors", "last_attempt", b"last_attempt", "models", b"models", "overrides", b"overrides", "revisions", b"revisions", "runtimes", b"runtimes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetStatusResponse: _TypeAlias = GetStatusResponse  # noqa: Y015
+
+@_typing.final
+class CatalogOverride(_message.Message):
+    """An ApplyObjects or DeleteObjects change to an object the watched catalog directory also
+    has. It holds until that object changes in the directory (then the directory's version
+    serves again) or policyd restarts.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    AT_UNIX_SECONDS_FIELD_NUMBER: _builtins.int
+    FILE_FIELD_NUMBER: _builtins.int
+    action: _builtins.str
+    """applied or deleted."""
+    at_unix_seconds: _builtins.float
+    file: _builtins.str
+    """The directory's file with the object."""
+    @_builtins.property
+    def key(self) -> Global___ObjectKey: ...
+    def __init__(
+        self,
+        *,
+        key: Global___ObjectKey | None = ...,
+        action: _builtins.str = ...,
+        at_unix_seconds: _builtins.float = ...,
+        file: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "at_unix_seconds", b"at_unix_seconds", "file", b"file", "key", b"key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CatalogOverride: _TypeAlias = CatalogOverride  # noqa: Y015

@@ -34,7 +34,8 @@ from policyd.policy.model import (
 from policyd.resources.manifests import SAFE_LOADER
 
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
-BUNDLED_RULES = Path(__file__).resolve().parents[2] / "rules"
+# package data: policyd/rules links to the checkout's rules/, and a wheel ships them there
+BUNDLED_RULES = (Path(__file__).resolve().parents[1] / "rules").resolve()
 SETTINGS = ("messages", "kinds", "scoring", "ranking", "selection")
 # The effects a rule of each scope may have.
 SCOPE_EFFECTS = {

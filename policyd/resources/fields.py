@@ -10,7 +10,7 @@ from policyd.errors import InvalidInput
 Doc = Mapping[str, Any]
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
         type(value), type(value).__name__
     )
@@ -23,7 +23,7 @@ def obj(doc: Doc, key: str, path: str, required: bool = False) -> Doc | None:
             raise InvalidInput(path, "is required")
         return None
     if not isinstance(value, Mapping):
-        raise InvalidInput(path, f"must be an object, got {_type_name(value)}")
+        raise InvalidInput(path, f"must be an object, got {type_name(value)}")
     return value
 
 
@@ -33,12 +33,12 @@ def string(doc: Doc, key: str, path: str, required: bool = False) -> str:
         if required:
             raise InvalidInput(path, "is required")
         return ""
-    if isinstance(value, float):
-        # YAML reads 4.40 as the number 4.4: refuse rather than compare the wrong text
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        # YAML reads 4.40 as the number 4.4 and 42 as a number: refuse rather than compare the wrong text
         raise InvalidInput(path, f"must be a string, got the number {value!r} (quote it)")
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise InvalidInput(path, f"must be a string, got {_type_name(value)}")
-    return str(value)
+    if not isinstance(value, str):
+        raise InvalidInput(path, f"must be a string, got {type_name(value)}")
+    return value
 
 
 def boolean(doc: Doc, key: str, path: str, default: bool) -> bool:
@@ -64,8 +64,14 @@ def items(doc: Doc, key: str, path: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise InvalidInput(path, f"must be a list, got {_type_name(value)}")
+        raise InvalidInput(path, f"must be a list, got {type_name(value)}")
     return value
+
+
+def strings(doc: Doc, key: str, path: str) -> tuple[str, ...]:
+    """A list of strings, each checked as ``string`` checks one."""
+    values = items(doc, key, path)
+    return tuple(string({"item": v}, "item", f"{path}[{i}]", required=True) for i, v in enumerate(values))
 
 
 def string_map(doc: Doc, key: str, path: str) -> dict[str, str]:
@@ -77,7 +83,7 @@ def string_map(doc: Doc, key: str, path: str) -> dict[str, str]:
         if v is None:
             continue
         if isinstance(v, dict | list):
-            raise InvalidInput(f"{path}[{k}]", f"must be a string, got {_type_name(v)}")
+            raise InvalidInput(f"{path}[{k}]", f"must be a string, got {type_name(v)}")
         out[str(k)] = v if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
     return out
 

@@ -34,6 +34,8 @@ from policyd.semantics.sizes import parse_size
 from policyd.semantics.versions import check_operator, parse_version
 
 OME_GROUP = "ome.io/"
+API_VERSION = "ome.io/v1beta1"
+DEFAULT_NAMESPACE = "default"  # where a namespaced manifest without metadata.namespace lives, as with kubectl
 ACCELERATOR_CLASS_ANNOTATION = "ome.io/accelerator-class"
 # libyaml's safe loader when the platform has it: catalogs and rule reloads parse a lot of YAML.
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -62,6 +64,18 @@ def content_digest(doc: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def check_api_version(doc: Mapping[str, Any], kind: str) -> None:
+    """OME's objects are ome.io/v1beta1; a kind of the same name in another API group
+    (serving.kserve.io/v1beta1 InferenceService) is not OME's. A manifest without apiVersion is
+    taken as OME's (the typed protobuf form has none)."""
+    api = doc.get("apiVersion")
+    if api is None or api == API_VERSION:
+        return
+    if not isinstance(api, str):
+        raise InvalidInput("apiVersion", f"must be a string, got {f.type_name(api)}")
+    raise InvalidInput("apiVersion", f'no matches for kind "{kind}" in version "{api}" (policyd reads {API_VERSION})')
+
+
 def parse_object(doc: Mapping[str, Any]) -> Resource:
     """Any supported OME object, by its kind."""
     kind = f.string(doc, "kind", "kind", required=True)
@@ -82,7 +96,7 @@ def is_ome_object(doc: Mapping[str, Any]) -> bool:
 def _meta(doc: Mapping[str, Any], namespaced: bool) -> Meta:
     meta = f.obj(doc, "metadata", "metadata", required=True) or {}
     name = f.string(meta, "name", "metadata.name", required=True)
-    namespace = f.string(meta, "namespace", "metadata.namespace")
+    namespace = f.string(meta, "namespace", "metadata.namespace") or DEFAULT_NAMESPACE
     return Meta(
         name=name,
         namespace=namespace if namespaced else "",
@@ -144,6 +158,7 @@ def _pipeline(doc: Mapping[str, Any], path: str) -> Pipeline | None:
 
 def parse_model(doc: Mapping[str, Any]) -> BaseModel:
     kind = f.one_of(f.string(doc, "kind", "kind", required=True), MODEL_KINDS, "kind", "model kind")
+    check_api_version(doc, kind)
     meta = _meta(doc, namespaced=kind in NAMESPACED_KINDS)
     spec = f.obj(doc, "spec", "spec") or {}
     size_text = f.string(spec, "modelParameterSize", "spec.modelParameterSize")
@@ -228,6 +243,7 @@ def _images(spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
     kind = f.one_of(f.string(doc, "kind", "kind", required=True), RUNTIME_KINDS, "kind", "runtime kind")
+    check_api_version(doc, kind)
     meta = _meta(doc, namespaced=kind in NAMESPACED_KINDS)
     spec = f.obj(doc, "spec", "spec") or {}
     entries = tuple(
@@ -248,8 +264,7 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
                 raise InvalidInput("spec.modelSizeRange", f"min {low} is greater than max {high}")
     classes = None
     if (req := f.obj(spec, "acceleratorRequirements", "spec.acceleratorRequirements")) is not None:
-        raw_classes = f.items(req, "acceleratorClasses", "spec.acceleratorRequirements.acceleratorClasses")
-        classes = tuple(str(c) for c in raw_classes)
+        classes = f.strings(req, "acceleratorClasses", "spec.acceleratorRequirements.acceleratorClasses")
     components = {}
     for name in COMPONENTS:
         config = f.obj(spec, f"{name}Config", f"spec.{name}Config")
@@ -274,6 +289,7 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
 def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
     kind = f.string(doc, "kind", "kind") or ISVC_KIND
     f.one_of(kind, (ISVC_KIND,), "kind", "kind")
+    check_api_version(doc, kind)
     meta = _meta(doc, namespaced=True)
     spec = f.obj(doc, "spec", "spec", required=True) or {}
     model = None

@@ -28,7 +28,9 @@ from policyd.resources.objects import MODEL_KINDS, RUNTIME_KINDS, InferenceServi
 from policyd.resources.proto import isvc_manifest, object_manifest, struct_to_dict
 from policyd.server import observability as obs
 from policyd.server import responses
-from policyd.server.state import CacheKey, ServingState
+from policyd.server.fieldcheck import FieldCheck, mode_of
+from policyd.server.rpc_errors import invalid_argument, warning_trailers
+from policyd.server.state import CacheKey, Change, ServingState
 
 log = logging.getLogger("policyd.rpc")
 Resp = TypeVar("Resp", bound=Message)
@@ -47,23 +49,26 @@ def under(prefix: str) -> Iterator[None]:
         raise err.under(prefix) from None
 
 
-def _parse_isvc(value: rpb.InferenceServiceInput) -> InferenceService:
+def _parse_isvc(value: rpb.InferenceServiceInput, fields: FieldCheck) -> InferenceService:
     manifest = isvc_manifest(value, ISVC_FIELD)
     with under(ISVC_FIELD):
-        return parse_inference_service(manifest)
+        parsed = parse_inference_service(manifest)
+    fields.manifest(manifest, ISVC_FIELD, subject=True)
+    return parsed
 
 
-def catalog_object(obj: rpb.Object, field: str) -> CatalogObject:
+def catalog_object(obj: rpb.Object, field: str, fields: FieldCheck) -> CatalogObject:
     manifest = object_manifest(obj, field)
     with under(field):
         parsed = parse_object(manifest)
     if isinstance(parsed, InferenceService):
         raise InvalidInput(f"{field}.kind", "an InferenceService is not a catalog object")
+    fields.manifest(manifest, field)
     return parsed
 
 
-def _request_catalog(base: Catalog, value: pb.RequestCatalog) -> Catalog:
-    objects = [catalog_object(o, f"catalog.objects[{i}]") for i, o in enumerate(value.objects)]
+def _request_catalog(base: Catalog, value: pb.RequestCatalog, fields: FieldCheck) -> Catalog:
+    objects = [catalog_object(o, f"catalog.objects[{i}]", fields) for i, o in enumerate(value.objects)]
     return base.overlay(objects, value.isolated)
 
 
@@ -80,6 +85,15 @@ def _keys(keys: Sequence[pb.ObjectKey]) -> list[Key]:
     return out
 
 
+def _object_key(key: Key) -> pb.ObjectKey:
+    kind, namespace, name = key
+    return pb.ObjectKey(kind=kind, namespace=namespace, name=name)
+
+
+def _change(change: Change) -> pb.ObjectChange:
+    return pb.ObjectChange(key=_object_key(change.key), action=change.action, overrides_file=change.file)
+
+
 class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def __init__(self, state: ServingState, decisions: obs.DecisionLog) -> None:
         self.state = state
@@ -91,36 +105,45 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         rpc: str,
         request: Message,
         context: grpc.ServicerContext,
-        handler: Callable[[Any, Revision, Catalog], Resp],
+        handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp],
     ) -> Resp:
         started = time.perf_counter()
         revision, catalog = self.state.revision, self.state.catalog
-        request_id = dict(context.invocation_metadata()).get("x-request-id") or uuid.uuid4().hex[:16]
-        digest = hashlib.sha256(request.SerializeToString(deterministic=True)).digest()
-        key = (revision.id, catalog.revision, rpc, digest)
+        metadata = dict(context.invocation_metadata())
+        request_id = metadata.get("x-request-id") or uuid.uuid4().hex[:16]
         code = grpc.StatusCode.OK
+        fields = FieldCheck()
         try:
-            cached = self.state.cache.get(key) if rpc in CACHEABLE else None
-            if cached is not None:
-                obs.CACHE_HITS.inc()
-                self._log_decision(key, request_id, cached, cached=True)
-                return cached  # type: ignore[return-value]  # stored under this RPC's key, so of its type
             try:
-                response = handler(request, revision, catalog)
+                fields.mode = mode_of(metadata)
+                # the mode decides between an answer and a refusal: answers are cached per mode
+                salt = b"" if fields.mode == "Warn" else fields.mode.encode()
+                digest = hashlib.sha256(salt + request.SerializeToString(deterministic=True)).digest()
+                key = (revision.id, catalog.revision, rpc, digest)
+                cached = self.state.cache.get(key) if rpc in CACHEABLE else None
+                if cached is not None:
+                    obs.CACHE_HITS.inc()
+                    self._log_decision(key, request_id, cached[0], cached=True)
+                    context.set_trailing_metadata(warning_trailers(cached[1]))
+                    return cached[0]  # type: ignore[return-value]  # stored under this RPC's key, so of its type
+                response = handler(request, revision, catalog, fields)
             except InvalidInput as err:
                 code = grpc.StatusCode.INVALID_ARGUMENT
-                context.set_trailing_metadata((("policyd-field", err.field),))
                 log.info(
                     "invalid argument",
                     extra={"rpc": rpc, "request_id": request_id, "field": err.field, "error": err.message},
                 )
-                context.abort(code, str(err))
+                status = invalid_argument(err, fields.warnings)
+                # what abort_with_status does, in two steps every ServicerContext has
+                context.set_trailing_metadata(status.trailing_metadata)
+                context.abort(status.code, status.details)
             except Exception:
                 code = grpc.StatusCode.INTERNAL
                 log.exception("internal error", extra={"rpc": rpc, "request_id": request_id})
                 context.abort(code, f"internal error; see the policyd log for request id {request_id}")
+            context.set_trailing_metadata(warning_trailers(fields.warnings))
             if rpc in CACHEABLE:
-                self.state.cache.put(key, response)
+                self.state.cache.put(key, response, tuple(fields.warnings))
                 self._log_decision(key, request_id, response, cached=False)
             return response
         finally:
@@ -147,9 +170,11 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def Select(self, request: pb.SelectRequest, context: grpc.ServicerContext) -> pb.SelectResponse:
         return self._serve("Select", request, context, self._select)
 
-    def _select(self, request: pb.SelectRequest, revision: Revision, base: Catalog) -> pb.SelectResponse:
-        isvc = _parse_isvc(request.inference_service)
-        catalog = _request_catalog(base, request.catalog)
+    def _select(
+        self, request: pb.SelectRequest, revision: Revision, base: Catalog, fields: FieldCheck
+    ) -> pb.SelectResponse:
+        isvc = _parse_isvc(request.inference_service, fields)
+        catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
             result = decide.select(catalog, isvc, revision)
         return pb.SelectResponse(
@@ -164,11 +189,13 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
         return self._serve("Explain", request, context, self._explain)
 
-    def _explain(self, request: pb.ExplainRequest, revision: Revision, base: Catalog) -> pb.ExplainResponse:
-        catalog = _request_catalog(base, request.catalog)
+    def _explain(
+        self, request: pb.ExplainRequest, revision: Revision, base: Catalog, fields: FieldCheck
+    ) -> pb.ExplainResponse:
+        catalog = _request_catalog(base, request.catalog, fields)
         which = request.WhichOneof("subject")
         if which == "inference_service":
-            isvc = _parse_isvc(request.inference_service)
+            isvc = _parse_isvc(request.inference_service, fields)
             with under(ISVC_FIELD):
                 explanation = decide.explain_isvc(catalog, isvc, revision)
         elif which == "model":
@@ -194,10 +221,12 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:
         return self._serve("Resolve", request, context, self._resolve)
 
-    def _resolve(self, request: pb.ResolveRequest, revision: Revision, base: Catalog) -> pb.ResolveResponse:
+    def _resolve(
+        self, request: pb.ResolveRequest, revision: Revision, base: Catalog, fields: FieldCheck
+    ) -> pb.ResolveResponse:
         lookup = check_lookup(request.lookup)
-        isvc = _parse_isvc(request.inference_service)
-        catalog = _request_catalog(base, request.catalog)
+        isvc = _parse_isvc(request.inference_service, fields)
+        catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
             result = decide.resolve(catalog, isvc, revision, lookup)
         verdict = result.verdict
@@ -219,10 +248,12 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def Effective(self, request: pb.EffectiveRequest, context: grpc.ServicerContext) -> pb.EffectiveResponse:
         return self._serve("Effective", request, context, self._effective)
 
-    def _effective(self, request: pb.EffectiveRequest, revision: Revision, base: Catalog) -> pb.EffectiveResponse:
+    def _effective(
+        self, request: pb.EffectiveRequest, revision: Revision, base: Catalog, fields: FieldCheck
+    ) -> pb.EffectiveResponse:
         lookup = check_lookup(request.lookup)
-        isvc = _parse_isvc(request.inference_service)
-        catalog = _request_catalog(base, request.catalog)
+        isvc = _parse_isvc(request.inference_service, fields)
+        catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
             result = decide.effective(catalog, isvc, revision, lookup)
         runtime = result.runtime
@@ -244,7 +275,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("InspectModel", request, context, self._inspect)
 
     def _inspect(
-        self, request: pb.InspectModelRequest, revision: Revision, catalog: Catalog
+        self, request: pb.InspectModelRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
     ) -> pb.InspectModelResponse:
         base = object_manifest(request.base_model, "base_model") if request.HasField("base_model") else None
         if base is not None and base.get("kind") not in MODEL_KINDS:
@@ -266,15 +297,20 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def ApplyObjects(self, request: pb.ApplyObjectsRequest, context: grpc.ServicerContext) -> pb.ApplyObjectsResponse:
         return self._serve("ApplyObjects", request, context, self._apply)
 
-    def _apply(self, request: pb.ApplyObjectsRequest, revision: Revision, catalog: Catalog) -> pb.ApplyObjectsResponse:
-        objects = [catalog_object(o, f"objects[{i}]") for i, o in enumerate(request.objects)]
+    def _apply(
+        self, request: pb.ApplyObjectsRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
+    ) -> pb.ApplyObjectsResponse:
+        objects = [catalog_object(o, f"objects[{i}]", fields) for i, o in enumerate(request.objects)]
         for i, obj in enumerate(objects):
             if isinstance(obj, ServingRuntime):
                 for refusal in decide.catalog_refusals(revision, obj):
                     raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
-        updated = self.state.apply(objects)
+        updated, changes = self.state.apply(objects)
         return pb.ApplyObjectsResponse(
-            catalog_revision=updated.revision, runtimes=len(updated.runtimes), models=len(updated.models)
+            catalog_revision=updated.revision,
+            runtimes=len(updated.runtimes),
+            models=len(updated.models),
+            changes=[_change(c) for c in changes],
         )
 
     def DeleteObjects(
@@ -283,16 +319,20 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("DeleteObjects", request, context, self._delete)
 
     def _delete(
-        self, request: pb.DeleteObjectsRequest, revision: Revision, catalog: Catalog
+        self, request: pb.DeleteObjectsRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
     ) -> pb.DeleteObjectsResponse:
-        updated, deleted = self.state.delete(_keys(request.keys))
-        return pb.DeleteObjectsResponse(catalog_revision=updated.revision, deleted=deleted)
+        updated, changes = self.state.delete(_keys(request.keys))
+        return pb.DeleteObjectsResponse(
+            catalog_revision=updated.revision,
+            deleted=sum(1 for c in changes if c.action == "deleted"),
+            changes=[_change(c) for c in changes],
+        )
 
     def GetObjects(self, request: pb.GetObjectsRequest, context: grpc.ServicerContext) -> pb.GetObjectsResponse:
         return self._serve("GetObjects", request, context, self._get_objects)
 
     def _get_objects(
-        self, request: pb.GetObjectsRequest, revision: Revision, catalog: Catalog
+        self, request: pb.GetObjectsRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
     ) -> pb.GetObjectsResponse:
         found = []
         for key in _keys(request.keys):
@@ -303,7 +343,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def GetStatus(self, request: pb.GetStatusRequest, context: grpc.ServicerContext) -> pb.GetStatusResponse:
         return self._serve("GetStatus", request, context, self._status)
 
-    def _status(self, request: pb.GetStatusRequest, revision: Revision, catalog: Catalog) -> pb.GetStatusResponse:
+    def _status(
+        self, request: pb.GetStatusRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
+    ) -> pb.GetStatusResponse:
         a = self.state.last_attempt
         return pb.GetStatusResponse(
             revisions=self._revisions(revision, catalog),
@@ -319,4 +361,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             runtimes=len(catalog.runtimes),
             models=len(catalog.models),
             catalog_errors=self.state.catalog_errors,
+            overrides=[
+                pb.CatalogOverride(key=_object_key(key), action=o.action, at_unix_seconds=o.at, file=file)
+                for key, o, file in self.state.overrides()
+            ],
         )

@@ -38,17 +38,38 @@ class ReloadAttempt:
 CacheKey = tuple[str, str, str, bytes]
 
 
+@dataclass(frozen=True)
+class Override:
+    """An ApplyObjects / DeleteObjects change to a key, over what the watched directory has."""
+
+    action: str  # applied or deleted
+    at: float
+    obj: CatalogObject | None  # the applied object; None when deleted
+    base: str | None  # the directory's object's digest when the change was made; None when it had none
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one apply or delete did: created, configured, unchanged, deleted or not_found;
+    ``file`` is the watched directory's file when the directory also has the key."""
+
+    key: Key
+    action: str
+    file: str = ""
+
+
 @dataclass
 class DecisionCache:
     """Responses by (rules revision, catalog revision, RPC, request digest), least recently
     used first out, within a byte budget (an Explain over a large catalog is not small)."""
 
     budget_bytes: int = 64 << 20
-    _items: OrderedDict[CacheKey, tuple[Message, int]] = field(default_factory=OrderedDict)
+    _items: OrderedDict[CacheKey, tuple[tuple[Message, tuple[str, ...]], int]] = field(default_factory=OrderedDict)
     _bytes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, key: CacheKey) -> Message | None:
+    def get(self, key: CacheKey) -> tuple[Message, tuple[str, ...]] | None:
+        """The response and the warnings that came with it."""
         with self._lock:
             hit = self._items.get(key)
             if hit is None:
@@ -56,14 +77,14 @@ class DecisionCache:
             self._items.move_to_end(key)
             return hit[0]
 
-    def put(self, key: CacheKey, value: Message) -> None:
-        size = value.ByteSize()
+    def put(self, key: CacheKey, value: Message, warnings: tuple[str, ...] = ()) -> None:
+        size = value.ByteSize() + sum(len(w) for w in warnings)
         if size > self.budget_bytes:
             return
         with self._lock:
             if key in self._items:
                 self._bytes -= self._items.pop(key)[1]
-            self._items[key] = (value, size)
+            self._items[key] = ((value, warnings), size)
             self._bytes += size
             while self._bytes > self.budget_bytes:
                 self._bytes -= self._items.popitem(last=False)[1][1]
@@ -86,8 +107,8 @@ class ServingState:
         self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
         self.catalog_errors: list[str] = []
         self._dir_objects: dict[Key, CatalogObject] = {}
-        self._applied: dict[Key, CatalogObject] = {}
-        self._deleted: set[Key] = set()
+        self._dir_files: dict[Key, str] = {}
+        self._overrides: dict[Key, Override] = {}
         self.catalog = Catalog.of([])
         if catalog_dir is not None:
             self.reload_catalog()
@@ -107,9 +128,12 @@ class ServingState:
         return attempt
 
     def _publish(self) -> None:
-        merged = {**self._dir_objects, **self._applied}
-        for key in self._deleted:
-            merged.pop(key, None)
+        merged = dict(self._dir_objects)
+        for key, override in self._overrides.items():
+            if override.obj is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = override.obj
         self.catalog = Catalog.of(list(merged.values()))
 
     def reload_catalog(self) -> None:
@@ -124,26 +148,64 @@ class ServingState:
                 accepted.append(obj)
         for error in errors:
             log.warning("catalog manifest refused", extra={"error": error})
+        for warning in loaded.warnings:
+            log.warning("catalog manifest field", extra={"error": warning})
         with self._lock:
             self.catalog_errors = errors
             self._dir_objects = {key_of(o): o for o in accepted}
+            self._dir_files = {key: file for key, file in loaded.files.items() if key in self._dir_objects}
+            # A directory object that changed since an API change to it is the newer word: the API change ends.
+            for key, override in list(self._overrides.items()):
+                if self._dir_digest(key) != override.base:
+                    del self._overrides[key]
+                    log.info(
+                        "the watched directory changed an object the API had changed; the directory's version serves",
+                        extra={"object": "/".join(k for k in key if k), "file": self._dir_files.get(key, "")},
+                    )
             self._publish()
 
-    def apply(self, objects: list[CatalogObject]) -> Catalog:
+    def _dir_digest(self, key: Key) -> str | None:
+        obj = self._dir_objects.get(key)
+        return None if obj is None else obj.digest
+
+    def _record(self, key: Key, override: Override) -> None:
+        """Keep an API change; one that only restores the directory's object is no override."""
+        if override.base is None and override.obj is None:
+            self._overrides.pop(key, None)  # nothing in the directory to hide
+        elif override.obj is not None and override.obj.digest == override.base:
+            self._overrides.pop(key, None)
+        else:
+            self._overrides[key] = override
+
+    def apply(self, objects: list[CatalogObject]) -> tuple[Catalog, list[Change]]:
+        changes = []
         with self._lock:
+            served: dict[Key, CatalogObject] = {**self.catalog.runtimes, **self.catalog.models}
             for obj in objects:
                 key = key_of(obj)
-                self._applied[key] = obj
-                self._deleted.discard(key)
+                current = served.get(key)
+                action = "created" if current is None else "unchanged" if current.digest == obj.digest else "configured"
+                if action != "unchanged":
+                    self._record(key, Override("applied", time.time(), obj, self._dir_digest(key)))
+                    served[key] = obj
+                changes.append(Change(key, action, self._dir_files.get(key, "")))
             self._publish()
-            return self.catalog
+            return self.catalog, changes
 
-    def delete(self, keys: list[Key]) -> tuple[Catalog, int]:
+    def delete(self, keys: list[Key]) -> tuple[Catalog, list[Change]]:
+        changes = []
         with self._lock:
-            present = {*self._dir_objects, *self._applied} - self._deleted
-            removed = [k for k in keys if k in present]
-            for key in removed:
-                self._applied.pop(key, None)
-                self._deleted.add(key)
+            served = {*self.catalog.runtimes, *self.catalog.models}
+            for key in keys:
+                present = key in served
+                if present:
+                    self._record(key, Override("deleted", time.time(), None, self._dir_digest(key)))
+                    served.discard(key)
+                changes.append(Change(key, "deleted" if present else "not_found", self._dir_files.get(key, "")))
             self._publish()
-            return self.catalog, len(removed)
+            return self.catalog, changes
+
+    def overrides(self) -> list[tuple[Key, Override, str]]:
+        """The API changes in force over the directory's objects, with each one's file, by key."""
+        with self._lock:
+            return [(k, o, self._dir_files[k]) for k, o in sorted(self._overrides.items()) if k in self._dir_files]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +41,16 @@ def write_yaml(path: Path, *docs: dict[str, Any]) -> Path:
 
 
 def policyctl(
-    *args: str, address: str | None = None, stdin: str | None = None, timeout: float = 60
+    *args: str,
+    address: str | None = None,
+    stdin: str | None = None,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``policyctl [--address A] ARGS`` as a user runs it, in a process of its own."""
-    env = {k: v for k, v in os.environ.items() if k not in ("POLICYD_ADDRESS", "POLICY_RENDER_ADDRESS")}
+    """``policyctl [--address A] ARGS`` as a user runs it, in a process of its own (``env`` on top
+    of this one's, less the addresses and the kubeconfig a developer may have set)."""
+    mine = ("POLICYD_ADDRESS", "POLICY_RENDER_ADDRESS", "KUBECONFIG")
+    env = {**{k: v for k, v in os.environ.items() if k not in mine}, **(env or {})}
     cmd = [sys.executable, "-m", "clients.policyctl.main", *(["--address", address] if address else []), *args]
     return subprocess.run(cmd, cwd=ROOT, env=env, input=stdin, capture_output=True, text=True, timeout=timeout)
 
@@ -58,3 +67,20 @@ def last_line(text: str) -> str:
 
 def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+@contextmanager
+def started(command: list[Any], ready: Path, timeout: float = 30, **popen: Any) -> Iterator[subprocess.Popen[str]]:
+    """A server process (stderr piped) from when it has written its ``--ready-file`` until the block ends."""
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, **popen)
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready.exists():
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, f"{command[0]} did not start within {timeout}s"
+            time.sleep(0.05)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=10)

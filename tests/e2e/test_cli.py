@@ -69,20 +69,25 @@ def test_explain_as_json(daemon: str, files: Files) -> None:
     assert (reason["ruleId"], reason["kind"]) == ("supported-formats", "Advisory")
     assert [p["ruleId"] for p in reason["parts"]] == ["framework-version-mismatch"]
     assert reply["modelName"] == MODEL_NAME
+    assert reply["runtimes"][0]["score"] == 2  # a JSON number, not the proto3 mapping's "2"
 
 
-def test_select_prints_the_admission_warning(daemon: str, files: Files) -> None:
+def test_select_prints_the_admission_warning_on_stderr(daemon: str, files: Files) -> None:
     result = policyctl("select", "-f", str(files.isvc), address=daemon)
     succeeded(result)
+    assert result.stderr.splitlines() == [
+        f"Warning: Runtime {RUNTIME_NAME} will be auto-selected for model {MODEL_NAME}"
+    ]
     lines = result.stdout.splitlines()
-    assert lines[0] == f"Warning: Runtime {RUNTIME_NAME} will be auto-selected for model {MODEL_NAME}"
-    assert re.split(r" {2,}", lines[2]) == [RUNTIME_NAME, "ServingRuntime", "2", "0"]
+    assert re.split(r" {2,}", lines[0]) == ["RUNTIME", "KIND", "SCORE", "ENTRY"]
+    assert re.split(r" {2,}", lines[1]) == [RUNTIME_NAME, "ServingRuntime", "2", "0"]
 
 
 def test_select_reads_the_manifest_from_stdin(daemon: str, files: Files) -> None:
     result = policyctl("select", "-f", "-", address=daemon, stdin=files.isvc.read_text())
     succeeded(result)
-    assert f"Runtime {RUNTIME_NAME} will be auto-selected" in result.stdout
+    assert f"Runtime {RUNTIME_NAME} will be auto-selected" in result.stderr
+    assert result.stdout.splitlines()[1].startswith(RUNTIME_NAME)
 
 
 def test_explain_a_model_in_a_namespace(daemon: str) -> None:
@@ -100,19 +105,24 @@ def test_explain_a_model_in_a_namespace(daemon: str) -> None:
 def test_resolve_a_named_runtime(daemon: str, files: Files) -> None:
     result = policyctl("resolve", "-f", str(files.isvc_named_sr), address=daemon)
     succeeded(result)
-    assert result.stdout.splitlines() == [f"ServingRuntime/{RUNTIME_NAME}"]
+    lines = result.stdout.splitlines()
+    assert re.split(r" {2,}", lines[0]) == ["RUNTIME", "KIND", "COMPATIBLE", "EVENT"]
+    assert re.split(r" {2,}", lines[1]) == [RUNTIME_NAME, "ServingRuntime", "Yes", "<none>"]
+    assert result.stderr == ""
+    named = policyctl("resolve", "-f", str(files.isvc_named_sr), "-o", "name", address=daemon)
+    assert named.stdout.splitlines() == [f"servingruntime.ome.io/{RUNTIME_NAME}"]
 
 
 def test_resolve_a_named_runtime_that_does_not_declare_support(daemon: str, files: Files) -> None:
-    result = policyctl("resolve", "-f", str(files.isvc_named_70b), address=daemon)
+    result = policyctl("resolve", "-f", str(files.isvc_named_70b), "-o", "wide", address=daemon)
     succeeded(result)
-    lines = result.stdout.splitlines()
-    assert lines[0] == f"ClusterServingRuntime/{RUNTIME_70B}"
-    assert lines[1].startswith(f'Warning: runtime "{RUNTIME_70B}" does not declare support for model "{MODEL_NAME}" (')
-    assert lines[2].startswith(
-        f"Event RuntimeCompatibilityAdvisory: Runtime {RUNTIME_70B} does not declare support for model {MODEL_NAME}"
-    )
-    assert FORMAT_REASON in lines[2]
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith(f'Warning: runtime "{RUNTIME_70B}" does not declare support for model "{MODEL_NAME}" (')
+    row = result.stdout.splitlines()[1]
+    assert re.split(r" {2,}", row)[:4] == [RUNTIME_70B, "ClusterServingRuntime", "No", "RuntimeCompatibilityAdvisory"]
+    event = f"Runtime {RUNTIME_70B} does not declare support for model {MODEL_NAME}"
+    assert row.split("   ")[-1].strip().startswith(event)  # the event's message, in -o wide
+    assert FORMAT_REASON in row
 
 
 def test_effective_modes(daemon: str, files: Files) -> None:
@@ -125,7 +135,7 @@ def test_effective_modes(daemon: str, files: Files) -> None:
 
 
 def test_status(daemon: str) -> None:
-    result = policyctl("status", address=daemon)
+    result = policyctl("status", "-o", "yaml", address=daemon)
     succeeded(result)
     status = yaml.safe_load(result.stdout)
     assert status["revisions"]["rulesRevision"] == load_policy(RULES).revision
@@ -161,6 +171,7 @@ def test_unreachable_daemon_is_a_clear_message(files: Files) -> None:
         result.stderr.strip()
         == f"error: cannot reach policyd at {address} (start it with `policyd`, or pass --address)"
     )
+    assert result.stdout == ""
 
 
 def test_unknown_deployment_mode_names_the_field(daemon: str, files: Files) -> None:

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.shared import SHARED
 
 from policyd.errors import InvalidInput
 from policyd.metadata import inspect_config, inspect_path
 from policyd.metadata.hf_config import quantization
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 HF_CONFIGS = sorted((SHARED / "data" / "hf-configs").glob("*.json"))
 
 # The real configs that cannot be recorded, and the start of what the error says is missing.

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.shared import HF_CONFIGS
 
 from policyd.metadata import inspect_config
 from policyd.metadata.parameters import parameter_count
-
-HF_CONFIGS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "hf-configs"
 
 # Published sizes (model cards / Hugging Face's parameter counts) of the real configs.
 PUBLISHED = {

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
+from testkit.shared import SHARED
 
 from policyd.errors import InvalidInput
 from policyd.metadata import inspect_config, inspect_model_index, inspect_path
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 INSPECT_CASES = sorted((SHARED / "conformance" / "cases" / "inspect").glob("*.yaml"))
 
 INDEX = {

@@ -58,11 +58,11 @@ def test_the_decision_cache_keeps_the_most_recent_answers_within_its_byte_budget
     cache = DecisionCache(budget_bytes=3 * size)
     for i, answer in enumerate(answers[:3]):
         cache.put(("r", "c", "Select", bytes([i])), answer)
-    assert cache.get(("r", "c", "Select", bytes([0]))) is answers[0]  # now the most recently used
+    assert cache.get(("r", "c", "Select", bytes([0]))) == (answers[0], ())  # now the most recently used
     cache.put(("r", "c", "Select", bytes([3])), answers[3])
     assert cache.get(("r", "c", "Select", bytes([1]))) is None  # the least recently used went
-    assert cache.get(("r", "c", "Select", bytes([0]))) is answers[0]
+    assert cache.get(("r", "c", "Select", bytes([0]))) == (answers[0], ())
     huge = pb.SelectResponse(error="x" * (4 * size))
     cache.put(("r", "c", "Select", b"huge"), huge)
     assert cache.get(("r", "c", "Select", b"huge")) is None  # larger than the whole budget: not cached
-    assert cache.get(("r", "c", "Select", bytes([3]))) is answers[3]
+    assert cache.get(("r", "c", "Select", bytes([3]))) == (answers[3], ())

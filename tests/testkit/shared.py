@@ -3,6 +3,7 @@ and manifests printed in the spec pages."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "rules"
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("POLICYD_SHARED") or REPO.parent / "shared").resolve()  # as tests/run.sh takes it
 SPEC = SHARED / "spec"
 CATALOG = SHARED / "data" / "ome-catalog"
 HF_CONFIGS = SHARED / "data" / "hf-configs"

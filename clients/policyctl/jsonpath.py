@@ -1,0 +1,115 @@
+"""kubectl's JSONPath templates (``-o jsonpath='{.runtimes[*].name}'``): text with ``{…}``
+expressions, ``{"\\n"}`` literals and ``{range …}…{end}`` loops. The expressions themselves are
+evaluated by jsonpath-ng (its extended parser, for filters such as ``[?(@.selectable==true)]``);
+only the template around them is kubectl's and lives here."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
+from jsonpath_ng.ext.parser import parse
+
+
+class TemplateError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class _Range:
+    expression: str
+    body: list[Any]  # of str (literal text), _Expr, _Range
+
+
+@dataclass(frozen=True)
+class _Expr:
+    expression: str
+
+
+_TOKEN = re.compile(r"\{((?:[^{}\"]|\"(?:[^\"\\]|\\.)*\")*)\}")
+
+
+def _tokens(template: str) -> list[Any]:
+    out: list[Any] = []
+    pos = 0
+    for match in _TOKEN.finditer(template):
+        if match.start() > pos:
+            out.append(template[pos : match.start()])
+        out.append(_Expr(match.group(1).strip()))
+        pos = match.end()
+    rest = template[pos:]
+    if "{" in rest or "}" in rest:
+        raise TemplateError(f"unclosed action in template {template!r}")
+    if rest:
+        out.append(rest)
+    return out
+
+
+def _tree(tokens: list[Any], template: str) -> list[Any]:
+    stack: list[tuple[str, list[Any]]] = [("", [])]
+    for token in tokens:
+        if isinstance(token, _Expr) and token.expression.startswith("range "):
+            stack.append((token.expression.removeprefix("range ").strip(), []))
+        elif isinstance(token, _Expr) and token.expression == "end":
+            if len(stack) == 1:
+                raise TemplateError(f"{{end}} without {{range}} in {template!r}")
+            expression, body = stack.pop()
+            stack[-1][1].append(_Range(expression, body))
+        else:
+            stack[-1][1].append(token)
+    if len(stack) != 1:
+        raise TemplateError(f"{{range}} without {{end}} in {template!r}")
+    return stack[0][1]
+
+
+@cache
+def _compiled(expression: str) -> Any:
+    text = expression.strip()
+    if text.startswith("."):
+        text = "$" + text
+    elif text in ("", "@"):
+        text = "$"
+    try:
+        return parse(text)
+    except (JsonPathLexerError, JsonPathParserError, Exception) as err:
+        raise TemplateError(f"bad JSONPath {expression!r}: {err}") from None
+
+
+def _values(expression: str, data: Any) -> list[Any]:
+    return [match.value for match in _compiled(expression).find(data)]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return str(value)
+
+
+def _render(nodes: list[Any], data: Any) -> str:
+    out = []
+    for node in nodes:
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, _Range):
+            for item in _values(node.expression, data):
+                out.append(_render(node.body, item))
+        elif node.expression.startswith('"'):
+            out.append(json.loads(node.expression))  # a literal, e.g. {"\n"}
+        else:
+            out.append(" ".join(_text(v) for v in _values(node.expression, data)))
+    return "".join(out)
+
+
+def render(template: str, data: Any) -> str:
+    """``template`` applied to ``data``; a template without braces is one expression, as kubectl takes it."""
+    if "{" not in template:
+        template = "{" + template + "}"
+    return _render(_tree(_tokens(template), template), data)

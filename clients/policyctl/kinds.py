@@ -1,0 +1,69 @@
+"""The names kubectl users give OME's kinds: the kind itself in any case, its plural, its
+resource.group form, and the short names policyctl's tables use (csr, sr, cbm, bm)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GROUP = "ome.io"
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str  # ClusterServingRuntime
+    plural: str  # clusterservingruntimes
+    short: str  # csr
+    namespaced: bool
+
+    @property
+    def resource(self) -> str:
+        """As kubectl prints objects of the kind: clusterservingruntime.ome.io."""
+        return f"{self.name.lower()}.{GROUP}"
+
+
+CATALOG_KINDS = (
+    Kind("ClusterServingRuntime", "clusterservingruntimes", "csr", False),
+    Kind("ServingRuntime", "servingruntimes", "sr", True),
+    Kind("ClusterBaseModel", "clusterbasemodels", "cbm", False),
+    Kind("BaseModel", "basemodels", "bm", True),
+)
+INFERENCE_SERVICE = Kind("InferenceService", "inferenceservices", "isvc", True)
+_BY_NAME = {
+    spelling: kind
+    for kind in (*CATALOG_KINDS, INFERENCE_SERVICE)
+    for spelling in (kind.name.lower(), kind.plural, kind.short, kind.resource, f"{kind.plural}.{GROUP}")
+}
+
+
+class UnknownKind(LookupError):
+    pass
+
+
+def catalog_kind(text: str) -> Kind:
+    """The catalog kind a user means by ``text`` (ClusterServingRuntime, csr, servingruntimes, …)."""
+    kind = _BY_NAME.get(text.lower())
+    if kind is None or kind is INFERENCE_SERVICE:
+        known = ", ".join(f"{k.name} ({k.short})" for k in CATALOG_KINDS)
+        raise UnknownKind(f"the server doesn't have a resource type \"{text}\" (policyd's catalog has {known})")
+    return kind
+
+
+def by_kind(name: str) -> Kind | None:
+    """The Kind of an object's ``kind`` field, exactly as written."""
+    found = _BY_NAME.get(name.lower())
+    return found if found is not None and found.name == name else None
+
+
+def short_kind(name: str) -> str:
+    """CSR, SR, CBM, BM for tables."""
+    kind = by_kind(name)
+    return kind.short.upper() if kind else name
+
+
+def object_name(kind: str, name: str, api_version: str = "") -> str:
+    """kind.group/name as ``kubectl … -o name`` prints it (deployment.apps/x, service/x)."""
+    known = by_kind(kind)
+    if known is not None:
+        return f"{known.resource}/{name}"
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    return f"{kind.lower()}{'.' + group if group else ''}/{name}"

@@ -1,0 +1,270 @@
+"""policyctl as an operator with kubectl habits uses it: usage errors exit 2, Ctrl-C exits 130,
+results on stdout and warnings and errors on stderr, exit 1 when nothing can be selected,
+-o on every command, namespaces and --address as kubectl takes them, --version, and the
+kubectl plugin."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from policyd.policy.loader import load_policy
+
+from .conftest import Files
+from .support import (
+    CASES,
+    MODEL_NAME,
+    NAMESPACE,
+    REPO,
+    RULES,
+    RUNTIME_70B,
+    RUNTIME_NAME,
+    isvc_manifest,
+    no_traceback,
+    policyctl,
+    succeeded,
+    write_yaml,
+)
+
+
+def usage_error(result: subprocess.CompletedProcess[str], words: str) -> None:
+    no_traceback(result)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"error: {words}"), result.stderr
+    assert result.stderr.rstrip().endswith("--help' for usage.")
+
+
+@pytest.mark.parametrize("command", ["explain", "select", "resolve", "effective", "render", "apply"])
+def test_a_missing_filename_is_a_usage_error(daemon: str, command: str) -> None:
+    usage_error(policyctl(command, address=daemon), "must specify -f FILENAME")
+
+
+def test_unknown_flags_and_output_formats_are_usage_errors(daemon: str, files: Files) -> None:
+    usage_error(policyctl("select", "-f", str(files.isvc), "--colour", address=daemon), "unrecognized arguments")
+    bad = policyctl("select", "-f", str(files.isvc), "-o", "xml", address=daemon)
+    usage_error(bad, "argument -o/--output: unable to match a printer")
+
+
+def test_ctrl_c_exits_130_without_a_traceback(daemon: str) -> None:
+    cmd = [sys.executable, "-m", "clients.policyctl.main", "--address", daemon, "select", "-f", "-"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(2)  # reading the manifest from stdin, which never comes
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert b"Traceback" not in stderr
+
+
+def test_nothing_selectable_is_exit_1_with_omes_message_on_stderr(daemon: str, tmp_path: Path) -> None:
+    isvc = isvc_manifest(model={"name": MODEL_NAME})
+    isvc["metadata"]["namespace"] = "elsewhere"  # no ServingRuntime there, and the 70B runtime is out of range
+    path = str(write_yaml(tmp_path / "isvc.yaml", isvc))
+    result = policyctl("select", "-f", path, address=daemon)
+    no_traceback(result)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: no runtime found to support model safetensors")
+    effective = policyctl("effective", "-f", path, address=daemon)
+    no_traceback(effective)
+    assert effective.returncode == 1
+    assert effective.stdout.startswith("RUNTIME <none>")
+    assert effective.stderr.startswith("error: no runtime")
+
+
+def test_a_rejection_is_exit_1_on_stderr(daemon: str, tmp_path: Path) -> None:
+    isvc = isvc_manifest(runtime={"name": "no-such-runtime"})
+    result = policyctl("resolve", "-f", str(write_yaml(tmp_path / "isvc.yaml", isvc)), address=daemon)
+    no_traceback(result)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "no-such-runtime not found in namespace" in result.stderr
+    assert "RuntimeReady=False reason=RuntimeNotFound: " in result.stderr
+
+
+def _outputs(daemon: str, renderer: str, files: Files, tmp_path: Path) -> dict[str, list[str]]:
+    """Every command, with names -o name must print for it (render prints a Service and more too)."""
+    base = write_yaml(
+        tmp_path / "base.yaml",
+        {"apiVersion": "ome.io/v1beta1", "kind": "ClusterBaseModel", "metadata": {"name": "sd15"}, "spec": {}},
+    )
+    return {
+        f"explain -f {files.isvc}": [
+            f"servingruntime.ome.io/{RUNTIME_NAME}",
+            f"clusterservingruntime.ome.io/{RUNTIME_70B}",
+        ],
+        f"select -f {files.isvc}": [f"servingruntime.ome.io/{RUNTIME_NAME}"],
+        f"resolve -f {files.isvc_named_70b}": [f"clusterservingruntime.ome.io/{RUNTIME_70B}"],
+        f"effective -f {files.isvc}": [f"servingruntime.ome.io/{RUNTIME_NAME}"],
+        f"render -f {files.isvc} --renderer {renderer}": ["deployment.apps/llama-3-2-3b-instruct-engine"],
+        f"model inspect {files.model_dir} --base-model {base}": ["clusterbasemodel.ome.io/sd15"],
+        "status": [],
+        "rules fields": ["runtime_disabled"],
+    }
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml", "name", "table", "wide", "jsonpath"])
+def test_every_command_prints_every_output_format(
+    daemon: str, renderer: str, files: Files, tmp_path: Path, fmt: str
+) -> None:
+    for line, names in _outputs(daemon, renderer, files, tmp_path).items():
+        flag = "jsonpath={}" if fmt == "jsonpath" else fmt
+        result = policyctl(*line.split(), "-o", flag, address=daemon)
+        succeeded(result)
+        out = result.stdout
+        if fmt in ("json", "jsonpath"):
+            data = json.loads(out)  # {} is the whole document as JSON, as in kubectl
+            assert data, line
+        elif fmt == "yaml":
+            assert yaml.safe_load(out), line
+        elif fmt == "name":
+            assert set(names) <= set(out.splitlines()), line
+            objects = not line.startswith("rules")  # rules fields names its fields
+            assert all(re.fullmatch(r"[a-z.]+/[a-z0-9.-]+", n) for n in out.splitlines()) or not objects, line
+        else:
+            assert out.strip(), line
+    # -o wide has every column of the table, and more
+    table = policyctl("explain", "-f", str(files.isvc), "-o", "table", address=daemon).stdout.splitlines()[1]
+    wide = policyctl("explain", "-f", str(files.isvc), "-o", "wide", address=daemon).stdout.splitlines()[1]
+    assert wide.startswith(table.rstrip()) and len(wide.split()) > len(table.split())
+
+
+def test_numbers_are_json_numbers(daemon: str, files: Files) -> None:
+    result = policyctl("select", "-f", str(files.isvc), "-o", "json", address=daemon)
+    succeeded(result)
+    (top,) = json.loads(result.stdout)["ranking"]
+    assert top["score"] == 2 and top["entryIndex"] == 0
+
+
+def test_jsonpath_templates_as_kubectl_takes_them(daemon: str, files: Files) -> None:
+    names = policyctl("explain", "-f", str(files.isvc), "-o", "jsonpath={.runtimes[*].name}", address=daemon)
+    succeeded(names)
+    assert names.stdout == f"{RUNTIME_NAME} {RUNTIME_70B}"
+    template = 'jsonpath={range .runtimes[*]}{.name}{"\\t"}{.score}{"\\n"}{end}'
+    rows = policyctl("explain", "-f", str(files.isvc), "-o", template, address=daemon)
+    succeeded(rows)
+    assert rows.stdout == f"{RUNTIME_NAME}\t2\n{RUNTIME_70B}\t0\n"
+    picked = policyctl(
+        "explain", "-f", str(files.isvc), "-o", "jsonpath={.runtimes[?(@.selectable==true)].name}", address=daemon
+    )
+    assert picked.stdout == RUNTIME_NAME
+
+
+def test_a_manifest_without_a_namespace_is_in_default_or_in_n(daemon: str, tmp_path: Path) -> None:
+    isvc = isvc_manifest()
+    del isvc["metadata"]["namespace"]
+    path = str(write_yaml(tmp_path / "isvc.yaml", isvc))
+    runtimes = "jsonpath={.runtimes[*].name}"
+    in_default = policyctl("explain", "-f", path, "-o", runtimes, address=daemon)
+    succeeded(in_default)
+    assert in_default.stdout == RUNTIME_70B  # the ServingRuntime lives in llama-demo, not default
+    in_n = policyctl("explain", "-f", path, "-n", NAMESPACE, "-o", runtimes, address=daemon)
+    succeeded(in_n)
+    assert in_n.stdout == f"{RUNTIME_NAME} {RUNTIME_70B}"
+
+
+def test_n_contradicting_the_manifest_is_refused_as_kubectl_does(daemon: str, files: Files) -> None:
+    for command in ("explain", "select", "resolve", "effective", "render", "apply"):
+        result = policyctl(command, "-f", str(files.isvc), "-n", "other", address=daemon)
+        no_traceback(result)
+        assert result.returncode == 1
+        assert result.stderr.strip() == (
+            f'error: the namespace from the provided object "{NAMESPACE}" does not match the namespace "other". '
+            f"You must pass '--namespace={NAMESPACE}' to perform this operation."
+        ), command
+
+
+def test_address_and_namespace_go_anywhere_on_the_line(daemon: str, files: Files) -> None:
+    before = policyctl("--address", daemon, "-n", NAMESPACE, "explain", "--model", MODEL_NAME, "-o", "name")
+    after = policyctl("explain", "--model", MODEL_NAME, "-o", "name", "--address", daemon, "-n", NAMESPACE)
+    succeeded(before)
+    assert before.stdout == after.stdout
+    assert f"servingruntime.ome.io/{RUNTIME_NAME}" in before.stdout.splitlines()
+
+
+def test_version() -> None:
+    result = policyctl("--version")
+    succeeded(result)
+    assert result.stdout.strip() == "policyctl 0.1.0"
+
+
+def test_policyctl_is_a_kubectl_plugin(daemon: str) -> None:
+    """kubectl runs `kubectl-policy` from PATH for `kubectl policy …`; the console script is installed."""
+    plugin = Path(sys.executable).parent / "kubectl-policy"
+    assert plugin.is_file() and os.access(plugin, os.X_OK)
+    version = subprocess.run([plugin, "--version"], capture_output=True, text=True, timeout=60)
+    assert version.stdout.strip() == "kubectl policy 0.1.0"
+    status = subprocess.run(
+        [plugin, "status", "--address", daemon, "-o", "json"], capture_output=True, text=True, timeout=60
+    )
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["revisions"]["rulesRevision"]
+
+
+def test_status_table_has_readable_times(daemon: str) -> None:
+    result = policyctl("status", address=daemon)
+    succeeded(result)
+    header, row = result.stdout.splitlines()[:2]
+    assert re.split(r" {2,}", header) == [
+        "RULES",
+        "CATALOG",
+        "RUNTIMES",
+        "MODELS",
+        "ERRORS",
+        "OVERRIDES",
+        "LAST RELOAD",
+    ]
+    assert re.search(r"ok, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+[smhd] ago\)$", row), row
+
+
+def test_model_inspect_with_a_base_model_prints_the_whole_manifest_ready_to_apply(
+    daemon: str, files: Files, tmp_path: Path
+) -> None:
+    base = {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "ClusterBaseModel",
+        "metadata": {"name": "sd15", "labels": {"team": "images"}},
+        "spec": {"storage": {"storageUri": "hf://runwayml/stable-diffusion-v1-5"}, "modelArchitecture": "Mine"},
+    }
+    result = policyctl(
+        "model",
+        "inspect",
+        str(files.model_dir),
+        "--base-model",
+        str(write_yaml(tmp_path / "b.yaml", base)),
+        address=daemon,
+    )
+    succeeded(result)
+    manifest = yaml.safe_load(result.stdout)
+    assert manifest["apiVersion"] == "ome.io/v1beta1" and manifest["kind"] == "ClusterBaseModel"
+    assert manifest["metadata"] == base["metadata"]
+    assert manifest["spec"]["modelArchitecture"] == "Mine"  # set fields are kept
+    assert manifest["spec"]["modelFormat"] == {"name": "diffusers", "version": "0.24.0"}
+    assert manifest["spec"]["storage"] == base["spec"]["storage"]
+
+
+def test_rules_and_conformance_commands_take_o_too(daemon: str, renderer: str) -> None:
+    checked = policyctl("rules", "check", str(RULES), "-o", "json")
+    succeeded(checked)
+    assert json.loads(checked.stdout)["revision"] == load_policy(RULES).revision
+    tested = policyctl("rules", "test", str(RULES), "-o", "jsonpath={.failed}")
+    assert (tested.returncode, tested.stdout) == (0, "0")
+    folder = CASES / "inspect"
+    ran = policyctl("conformance", str(folder), "--address", daemon, "--renderer", renderer, "-o", "yaml")
+    succeeded(ran)
+    report = yaml.safe_load(ran.stdout)
+    assert report["failed"] == 0 and report["passed"] == len(report["cases"]) > 0
+    assert all(case["passed"] for case in report["cases"])

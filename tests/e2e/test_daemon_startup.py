@@ -1,0 +1,188 @@
+"""Starting policyd as an operator does: a busy address is refused, bad flags are one line and
+exit 2, metrics bind the --listen host, --version and --help, an installed wheel has its rules."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from clients.conformance.processes import serving, wait_serving
+from policyd.contract import policy_pb2 as pb
+from policyd.contract import policy_pb2_grpc
+from policyd.policy.loader import load_policy
+
+from .support import REPO, RULES, started
+
+DAEMON = [sys.executable, "-m", "policyd.server.main"]
+
+
+def policyd(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """A policyd that must exit by itself (it refuses to start)."""
+    return subprocess.run([*DAEMON, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    """Exit 2 with one line on stderr naming the problem, and no traceback."""
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("{")]  # JSON log lines aside
+    assert result.returncode == 2, result.stderr
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for word in words:
+        assert word in errors[0], errors[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def _status(address: str) -> pb.GetStatusResponse:
+    with grpc.insecure_channel(address) as channel:
+        reply: pb.GetStatusResponse = policy_pb2_grpc.PolicyServiceStub(channel).GetStatus(
+            pb.GetStatusRequest(), timeout=10
+        )
+        return reply
+
+
+def _serving(address: str) -> bool:
+    try:
+        with grpc.insecure_channel(address) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=3)
+    except grpc.RpcError:
+        return False
+    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+def test_a_second_daemon_on_a_busy_port_is_refused(tmp_path: Path) -> None:
+    args = ["--rules", str(RULES), "--log-level", "warning"]
+    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+        second = policyd(*args, "--listen", address, "--catalog", str(tmp_path))
+        refused(second, "address already in use", address)
+        assert _serving(address)  # the first one keeps the port and its traffic
+
+
+def test_a_live_unix_socket_is_not_taken_over(tmp_path: Path) -> None:
+    args = ["--rules", str(RULES), "--log-level", "warning"]
+    with serving("policyd.server.main", args, f"unix:{tmp_path}/policyd.sock") as address:
+        second = policyd(*args, "--listen", address)
+        refused(second, "address already in use")
+        assert (tmp_path / "policyd.sock").is_socket()
+        assert _serving(address)
+
+
+def test_a_socket_left_behind_by_a_dead_daemon_is_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "policyd.sock"
+    with socket.socket(socket.AF_UNIX) as stale:
+        stale.bind(str(path))  # bound, never listening: what a killed process leaves
+    with serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "warning"], f"unix:{path}") as address:
+        assert _serving(address)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--listen", "127.0.0.1:70000"], ["--listen", "70000", "0 to 65535"]),
+        (["--listen", "127.0.0.1:http"], ["--listen", "0 to 65535"]),
+        (["--listen", "50051"], ["--listen", "host:port or unix:PATH"]),
+        (["--catalog", str(REPO / "README.md")], ["--catalog", "README.md is a file"]),
+        (["--catalog", "/nonexistent/catalog"], ["--catalog", "/nonexistent/catalog does not exist"]),
+        (["--log-level", "foo"], ["--log-level", "'foo'", "debug, info, warning, error"]),
+        (["--workers", "0"], ["--workers", "at least 1"]),
+        (["--decision-cache-mb", "-1"], ["--decision-cache-mb", "at least 0"]),
+        (["--metrics-port", "99999"], ["--metrics-port", "0 to 65535"]),
+        (["--decision-log", "/proc/no/such/dir/decisions.log"], ["decision log", "/proc/no/such/dir/decisions.log"]),
+    ],
+)
+def test_a_bad_flag_is_one_line_and_exit_2(args: list[str], words: list[str]) -> None:
+    refused(policyd("--rules", str(RULES), "--listen", "127.0.0.1:0", *args), *words)
+
+
+def test_a_busy_metrics_port_is_refused() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = policyd("--rules", str(RULES), "--listen", "127.0.0.1:0", "--metrics-port", str(port))
+        refused(result, "metrics", f"127.0.0.1:{port}", "address already in use")
+
+
+def test_metrics_bind_the_listen_host_not_every_interface() -> None:
+    port = _free_port()
+    args = ["--rules", str(RULES), "--log-level", "warning", "--metrics-port", str(port)]
+    with serving("policyd.server.main", args, "127.0.0.1:0"):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            assert b"policyd_rules_revision_info" in reply.read()
+        # 127.0.0.2 is this machine too: only a server bound to 0.0.0.0 answers there
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.2", port), timeout=3).close()
+
+
+def test_version_and_help_with_defaults() -> None:
+    version = policyd("--version")
+    assert version.returncode == 0
+    assert version.stdout.strip() == "policyd 0.1.0"
+    help_text = policyd("--help")
+    assert help_text.returncode == 0
+    for default in ("127.0.0.1:50051", "(info)", "(8)", "(64)", "(json)", str(RULES.resolve())):
+        assert default in help_text.stdout, default
+
+
+def test_an_installed_wheel_serves_its_bundled_rules_by_default(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    for name in ("policyd", "clients", "rules"):
+        shutil.copytree(REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path / "dist", source], check=True)
+    (wheel,) = (tmp_path / "dist").glob("policyd-*.whl")
+    site = tmp_path / "site"
+    subprocess.run([*pip, "install", "--no-deps", "--target", site, wheel], check=True)
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    where = subprocess.run(
+        [sys.executable, "-c", "import policyd.server.main as m; print(m.DEFAULT_RULES)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert where.stdout.strip().startswith(str(site))  # the wheel's copy, not this checkout's
+    ready = tmp_path / "ready"
+    command = [site / "bin" / "policyd", "--listen", "127.0.0.1:0", "--ready-file", ready, "--log-level", "warning"]
+    with started(command, ready, cwd=tmp_path, env=env):
+        wait_serving(ready.read_text(), 30)
+        assert _status(ready.read_text()).revisions.rules_revision == load_policy(RULES).revision
+
+
+def test_the_shipped_deployment_runs_policyd_where_the_kubelet_probe_reaches_it(tmp_path: Path) -> None:
+    """The kubelet's gRPC probe dials the pod IP on the probe's port: policyd as the Deployment
+    starts it must answer there, not only on loopback (127.0.0.2 stands in for the pod IP)."""
+    deployment = yaml.safe_load((REPO / "clients" / "controller" / "deploy" / "deployment.yaml").read_text())
+    (container,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "policyd"]
+    command = [*container["command"], *container["args"]]
+    assert command[0] == "policyd"
+    listen = command[command.index("--listen") + 1]
+    host, _, port = listen.rpartition(":")
+    assert int(port) == container["readinessProbe"]["grpc"]["port"]
+    assert int(port) in [p["containerPort"] for p in container["ports"]]
+    free = _free_port()  # the Deployment's own port may be taken on this machine: same host, another port
+    args = [a.replace(listen, f"{host}:{free}") for a in command[1:]]
+    if "--metrics-port" in args:
+        args[args.index("--metrics-port") + 1] = str(_free_port())
+    ready = tmp_path / "ready"
+    with started([*DAEMON, *args, "--ready-file", str(ready)], ready):
+        wait_serving(f"127.0.0.1:{free}", 30)  # the controller in the same pod dials loopback
+        assert _serving(f"127.0.0.2:{free}")
