@@ -285,7 +285,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             if isinstance(obj, ServingRuntime):
                 for refusal in runtime_refusals(obj, revision.policy.messages):
                     raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
-        updated = self.state.apply(objects)
+        updated = self.state.replace(objects) if request.replace else self.state.apply(objects)
         return pb.ApplyObjectsResponse(
             catalog_revision=updated.revision, runtimes=len(updated.runtimes), models=len(updated.models)
         )

@@ -138,6 +138,14 @@ class ServingState:
             self._publish()
             return self.catalog
 
+    def replace(self, objects: list[CatalogObject]) -> Catalog:
+        """The catalog becomes exactly ``objects``."""
+        with self._lock:
+            self._applied = {key_of(obj): obj for obj in objects}
+            self._deleted = set(self._dir_objects) - set(self._applied)
+            self._publish()
+            return self.catalog
+
     def delete(self, keys: list[Key]) -> tuple[Catalog, int]:
         with self._lock:
             present = {*self._dir_objects, *self._applied} - self._deleted
