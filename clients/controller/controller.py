@@ -55,6 +55,8 @@ class Controller:
         self._gone: list[str] = []  # uids of deleted InferenceServices, for the event recorder
         self._resolved: set[IsvcKey] = set()  # InferenceServices whose last reconcile found a runtime
         self.catalog_ready = False
+        self.policyd_down: Unavailable | None = None  # the last failure to reach policyd, until an audit succeeds
+        self._audit_pending = False  # to log a relisting once, not once per object
 
     # --- observations (the event loop's thread)
 
@@ -76,17 +78,28 @@ class Controller:
             self._catalog[ckey] = (self._seq, None if event_type == "DELETED" else obj)
         keys: list[Key] = [("catalog", *ckey)]
         if event_type is None and self.catalog_ready:
-            keys.append(AUDIT)  # the watch listed again after a gap (410 Gone): deletions in it were not seen
+            # the watch listed again after a gap (410 Gone): deletions in the gap were not seen
+            if not self._audit_pending:
+                log.info("%s listed again after a watch gap: auditing the catalog", ckey[0])
+                self._audit_pending = True
+            keys.append(AUDIT)
         return keys
 
     # --- work (the worker's thread)
 
     def process(self, key: Key) -> list[Key]:
-        if key == AUDIT:
-            return self.audit()
-        if key[0] == "catalog":
-            return self.sync_catalog((str(key[1]), str(key[2]), str(key[3])))
-        return self.reconcile((str(key[1]), str(key[2])))
+        try:
+            if key == AUDIT:
+                return self.audit()
+            if key[0] == "catalog":
+                return self.sync_catalog((str(key[1]), str(key[2]), str(key[3])))
+            return self.reconcile((str(key[1]), str(key[2])))
+        except Unavailable as err:
+            if err.service == "policyd":
+                # it may come back with an empty catalog: nothing is decided until an audit refilled it
+                self.catalog_ready = False
+                self.policyd_down = err
+            raise
 
     def audit(self) -> list[Key]:
         """List the catalog kinds and make policyd hold exactly them: what the watches missed
@@ -105,9 +118,16 @@ class Controller:
             snapshot = dict(self._catalog)
         changed = self.catalog.replace({key: obj for key, (_, obj) in snapshot.items() if obj is not None})
         self._drop_deleted(snapshot)
+        self._audit_pending = False
         if not self.catalog_ready:
             log.info("catalog in sync with policyd", extra={"objects": len(listed)})
-        self.catalog_ready = True
+        elif changed:
+            log.info(
+                "catalog audit: %d objects differed from the cluster, now in sync",
+                len(changed),
+                extra={"objects": [f"{kind} {ns}/{name}".replace(" /", " ") for kind, ns, name in changed]},
+            )
+        self.catalog_ready, self.policyd_down = True, None
         return self._dependents(changed)
 
     def sync_catalog(self, key: CatalogKey) -> list[Key]:
@@ -149,12 +169,13 @@ class Controller:
             self._resolved.discard(key)
             return []
         if not self.catalog_ready:
+            if self.policyd_down is not None:
+                self._write_status(isvc, _unavailable(self.policyd_down))
             raise NotReady()
         try:
             outcome = self.reconciler.reconcile(isvc)
         except Unavailable as err:
-            reason = "PolicyUnavailable" if err.service == "policyd" else "RendererUnavailable"
-            self._write_status(isvc, Condition("Unknown", reason, f"{err}; retrying"))
+            self._write_status(isvc, _unavailable(err))
             raise
         if outcome.catalog_revision and outcome.catalog_revision != self.catalog.revision:
             # policyd decided on a catalog we did not build: it restarted (empty) or was changed
@@ -184,6 +205,15 @@ class Controller:
             if err.status == 404:
                 return False
             raise  # 409: a newer version is on its way from the watch; retried
+        meta = isvc["metadata"]
+        log.info(
+            "InferenceService %s/%s: RuntimeReady %s %s",
+            meta["namespace"],
+            meta["name"],
+            condition.status,
+            condition.reason,
+            extra={"message": condition.message},
+        )
         return True
 
     def _workloads(self, isvc: Manifest, outcome: Outcome) -> list[Exception]:
@@ -218,6 +248,12 @@ def _follows(namespace: str, isvc: Manifest) -> frozenset[CatalogKey]:
         kind = model.get("kind") or "ClusterBaseModel"
         keys.add((kind, "" if kind.startswith("Cluster") else namespace, model["name"]))
     return frozenset(keys)
+
+
+def _unavailable(err: Unavailable) -> Condition:
+    """RuntimeReady Unknown: the controller cannot tell while policyd or the renderer does not answer."""
+    reason = "PolicyUnavailable" if err.service == "policyd" else "RendererUnavailable"
+    return Condition("Unknown", reason, f"{err}; retrying")
 
 
 def _conflict_message(conflict: Exception) -> str:

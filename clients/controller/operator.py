@@ -21,7 +21,7 @@ from clients.controller.workqueue import WorkQueue
 
 log = logging.getLogger("policyd.controller")
 AUDIT_INTERVAL = 300.0  # seconds; a safety net; gaps in a watch trigger an audit at once
-NOT_READY_DELAY = 0.5
+NOT_READY_DELAY = 1.0
 # Failures the controller expects from its peers: reported without a traceback, then retried.
 EXPECTED = (Unavailable, Retry, ApiException, urllib3.exceptions.HTTPError)
 
@@ -87,6 +87,8 @@ async def work(controller: Controller, queue: WorkQueue) -> None:
         except EXPECTED as err:
             delay = queue.failed(key)
             log.error("%s: %s; retrying in %.1fs", describe(key), _reason(err), delay, extra={"retry_in": delay})
+            if not controller.catalog_ready:
+                queue.add(AUDIT, delay)  # refill policyd's catalog first when it is back
             continue
         except Exception:  # a bug must not stop the controller's other work; it is logged with its trace
             delay = queue.failed(key)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Hashable
 
 BASE_DELAY = 0.5
-MAX_DELAY = 300.0
+MAX_DELAY = 60.0
 
 
 class WorkQueue:
