@@ -50,7 +50,7 @@ class Cluster:
     def down(self) -> None:
         subprocess.run(["bash", str(SCRIPTS / "down.sh"), str(self.directory)], check=True)
 
-    def stop_apiserver(self, grace: float = 5.0) -> None:
+    def stop_apiserver(self, grace: float = 3.0) -> None:
         """SIGTERM kube-apiserver, SIGKILL it if it is still there after ``grace`` seconds (it
         waits up to a minute for clients that stopped reading); etcd keeps running."""
         pid = int((self.directory / "kube-apiserver.pid").read_text())
