@@ -84,13 +84,14 @@ async def run(args: argparse.Namespace) -> int:
         Reconciler(policy, renderer, (args.policyd, args.renderer)),
         EventRecorder(kube),
     )
-    operator_stop = asyncio.Event()
-    operator = asyncio.create_task(lead(controller, operator_stop))
-    lost_waiter = asyncio.create_task(lost.wait())
-    await asyncio.wait({operator, lost_waiter, asyncio.create_task(stop.wait())}, return_when=asyncio.FIRST_COMPLETED)
-    operator_stop.set()
+    operator = asyncio.create_task(lead(controller))
+    waiters = {asyncio.create_task(lost.wait()), asyncio.create_task(stop.wait())}
+    await asyncio.wait({operator, *waiters}, return_when=asyncio.FIRST_COMPLETED)
+    operator.cancel()  # a no-op when kopf stopped on SIGTERM
     with contextlib.suppress(asyncio.CancelledError):
         await operator
+    for waiter in waiters:
+        waiter.cancel()
     if lost.is_set():
         log.error("lost the lease: stopping so that only the new leader acts")
         return 1

@@ -29,6 +29,8 @@ EXPECTED = (Unavailable, Retry, ApiException, urllib3.exceptions.HTTPError)
 def settings() -> kopf.OperatorSettings:
     s = kopf.OperatorSettings()
     s.posting.enabled = False  # kopf's own events about its handlers: the controller records its own
+    # OME's CRDs are found once at start, not watched: that would need cluster-wide read of every CRD
+    s.scanning.disabled = True
     s.peering.standalone = True  # one active replica comes from the Lease (leader.py), not kopf's peering
     s.watching.server_timeout = 300  # watches end and resume from their resourceVersion every 5 minutes
     s.networking.request_timeout = 60
@@ -105,13 +107,14 @@ async def audit_periodically(queue: WorkQueue) -> None:
         queue.add(AUDIT)
 
 
-async def lead(controller: Controller, stop: asyncio.Event) -> None:
-    """Run kopf and the worker until ``stop`` is set or kopf stops (it handles SIGTERM itself)."""
+async def lead(controller: Controller) -> None:
+    """Run kopf and the worker until kopf stops (it handles SIGTERM itself) or this is cancelled.
+    No stop flag for kopf: it would wait for that flag's waiter when stopping on a signal."""
     queue = WorkQueue(PRIORITY)
     queue.add(AUDIT)
     tasks = [asyncio.create_task(work(controller, queue)), asyncio.create_task(audit_periodically(queue))]
     operator = asyncio.create_task(
-        kopf.operator(registry=registry(controller, queue), settings=settings(), clusterwide=True, stop_flag=stop)
+        kopf.operator(registry=registry(controller, queue), settings=settings(), clusterwide=True)
     )
     try:
         await operator

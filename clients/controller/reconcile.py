@@ -42,7 +42,7 @@ class Reconciler:
             decision = decide(self.policy, isvc)
         except grpc.RpcError as err:
             raise Unavailable("policyd", self.policy_address, err) from err
-        refused = _refusal(decision)
+        refused = refusal(decision)
         revision = _catalog_revision(decision)
         if refused is not None:
             return Outcome(refused, (Event("Warning", refused.reason, refused.message),), catalog_revision=revision)
@@ -69,7 +69,7 @@ class Reconciler:
         )
 
 
-def _refusal(decision: Decision) -> Condition | None:
+def refusal(decision: Decision) -> Condition | None:
     """RuntimeReady False as policyd worded it, when no runtime can be used."""
     if decision.resolved is not None:
         rejection = decision.resolved.rejection

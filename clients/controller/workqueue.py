@@ -49,5 +49,7 @@ class WorkQueue:
                 return key
             self._changed.clear()
             wait = min(self._due.values(), default=now + 3600) - now
+            # asyncio.timeout, not wait_for: no task of its own, which kopf would wait for when stopping
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout=wait)
+                async with asyncio.timeout(wait):
+                    await self._changed.wait()

@@ -109,9 +109,13 @@ class World:
         if kubeconfig is not None or env is None:
             args += ["--kubeconfig", str(kubeconfig or self.cluster.kubeconfig)]
         args += ["--policyd", policyd or self.policyd, "--renderer", self.renderer]
-        args += ["--leader-election-namespace", self.namespace, "--lease-duration", "3", *extra]
+        if "--leader-election-namespace" not in extra:
+            args += ["--leader-election-namespace", self.namespace]
+        args += ["--lease-duration", "3", *extra]
+        # env, when given, replaces the kubeconfig lookup's variables (KUBECONFIG, HOME)
+        base = {k: v for k, v in os.environ.items() if env is None or k not in ("KUBECONFIG", "HOME")}
         with log_path.open("wb") as log:
-            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env={**base, **(env or {})})
         controller = Controller(proc, log_path)
         self.controllers.append(controller)
         return controller

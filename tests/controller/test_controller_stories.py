@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import copy
+import json
+
+import grpc
+
+from policyd.contract import policy_pb2 as pb
+from policyd.contract import policy_pb2_grpc
 
 from .manifests import (
     AUTO_ISVC,
@@ -132,9 +138,8 @@ def test_spec_001_a_multinode_runtime_is_rendered_as_a_leaderworkerset(world: Wo
     with running(world):
         world.apply(multinode_isvc())
         eventually(lambda: resolved(world, "llama-3-70b"), what="RuntimeResolved")
-        workloads = eventually(lambda: world.workloads("llama-3-70b"))
-        assert [kind for kind, _ in workloads] == ["LeaderWorkerSet"]
-        (lws,) = workloads.values()
+        lws = eventually(lambda: world.workloads("llama-3-70b").get(("LeaderWorkerSet", "llama-3-70b-engine")))
+        assert list(world.workloads("llama-3-70b")) == [("LeaderWorkerSet", "llama-3-70b-engine")]
         assert lws["metadata"]["labels"]["serving-runtime"] == MULTINODE_RUNTIME
         assert lws["spec"]["leaderWorkerTemplate"]["size"] >= 2
 
@@ -207,3 +212,68 @@ def test_the_objects_of_a_component_no_longer_declared_are_deleted(world: World)
             lambda: ("Deployment", f"{NAMED_ISVC}-decoder") not in world.workloads(NAMED_ISVC), what="decoder deleted"
         )
         assert ("Deployment", f"{NAMED_ISVC}-engine") in world.workloads(NAMED_ISVC)
+
+
+def _catalog_manifest(world: World, kind: str, name: str, namespace: str = "") -> str:
+    with grpc.insecure_channel(world.policyd) as channel:
+        key = pb.ObjectKey(kind=kind, namespace=namespace, name=name)
+        reply = policy_pb2_grpc.PolicyServiceStub(channel).GetObjects(pb.GetObjectsRequest(keys=[key]))
+        return str(reply.objects[0].manifest)
+
+
+def test_policyds_catalog_holds_the_clusters_runtimes_without_the_clusters_bookkeeping(world: World) -> None:
+    world.apply(auto_runtime())
+    with running(world):
+        stored = eventually(lambda: _catalog_manifest(world, "ServingRuntime", AUTO_RUNTIME, world.namespace))
+        manifest = json.loads(stored)
+        assert (manifest["metadata"]["name"], manifest["metadata"]["namespace"]) == (AUTO_RUNTIME, world.namespace)
+        assert {"managedFields", "resourceVersion"}.isdisjoint(manifest["metadata"]) and "status" not in manifest
+
+
+def test_a_runtime_the_webhook_would_refuse_never_enters_the_catalog(world: World) -> None:
+    world.apply(named_model())
+    refused = named_runtime()
+    refused["spec"]["autoscalerPolicyRef"] = {"name": "hpa"}
+    world.apply(refused)
+    with running(world) as controller:
+        world.apply(named_isvc())
+        condition = eventually(lambda: world.runtime_ready(NAMED_ISVC), what="RuntimeReady")
+        assert (condition["reason"], condition["message"]) == ("RuntimeNotFound", NOT_FOUND)
+        assert _catalog_manifest(world, "ClusterServingRuntime", NAMED_RUNTIME) == ""
+        (warning,) = controller.logged("policyd refused")
+        assert warning["level"] == "warning" and NAMED_RUNTIME in warning["msg"]
+
+
+def test_a_router_in_multinode_is_logged_failed_to_reconcile_component_and_records_no_event(world: World) -> None:
+    world.apply(named_model())
+    routed = named_runtime()
+    routed["spec"]["routerConfig"] = {
+        "annotations": {"ome.io/deploymentMode": "MultiNode"},
+        "runner": {"name": "router", "image": "smg:v0.2.4"},
+    }
+    world.apply(routed)
+    isvc = named_isvc()
+    isvc["spec"]["router"] = {"minReplicas": 1}
+    with running(world) as controller:
+        world.apply(isvc)
+        logged = eventually(lambda: controller.logged("Failed to reconcile component"), what="the manager's log")
+        assert "invalid deployment mode for router" in json.dumps(logged[0])
+        assert [name for _, name in world.workloads(NAMED_ISVC)] == [f"{NAMED_ISVC}-engine"]
+        assert world.events(NAMED_ISVC) == []
+
+
+def test_the_accelerator_class_the_inference_service_selects_reaches_the_renderer(world: World) -> None:
+    world.apply(auto_model())
+    tuned = auto_runtime()
+    tuned["spec"]["supportedModelFormats"][0]["acceleratorConfig"] = {
+        "nvidia-l40s": {"runtimeArgsOverride": ["--mem-frac=0.85"]}
+    }
+    tuned["spec"]["acceleratorRequirements"] = {"acceleratorClasses": ["nvidia-l40s"]}
+    world.apply(tuned)
+    isvc = auto_isvc()
+    isvc["spec"]["acceleratorSelector"] = {"acceleratorClass": "nvidia-l40s"}
+    with running(world):
+        world.apply(isvc)
+        deployment = eventually(lambda: world.workloads(AUTO_ISVC).get(("Deployment", f"{AUTO_ISVC}-engine")))
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        assert "--mem-frac=0.85" in container.get("args", []) + container.get("command", [])
