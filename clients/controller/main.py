@@ -84,10 +84,10 @@ async def run(args: argparse.Namespace) -> int:
         Reconciler(policy, renderer, (args.policyd, args.renderer)),
         EventRecorder(kube),
     )
-    operator = asyncio.create_task(lead(controller))
+    operator = asyncio.create_task(lead(controller, stop))
     waiters = {asyncio.create_task(lost.wait()), asyncio.create_task(stop.wait())}
     await asyncio.wait({operator, *waiters}, return_when=asyncio.FIRST_COMPLETED)
-    operator.cancel()  # a no-op when kopf stopped on SIGTERM
+    operator.cancel()  # a no-op when it ended (kopf stopped on SIGTERM)
     with contextlib.suppress(asyncio.CancelledError):
         await operator
     for waiter in waiters:

@@ -5,8 +5,10 @@ its work, retrying failed keys with backoff, and audits the catalog now and then
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import signal
 from typing import Any
 
 import kopf
@@ -17,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from clients.controller.controller import AUDIT, PRIORITY, Controller, Key, NotReady, Retry
 from clients.controller.kube import CATALOG_KINDS, GROUP, PLURALS, VERSION
 from clients.controller.reconcile import Unavailable
-from clients.controller.workqueue import WorkQueue
+from clients.controller.workqueue import MAX_DELAY, WorkQueue
 
 log = logging.getLogger("policyd.controller")
 AUDIT_INTERVAL = 300.0  # seconds; a safety net; gaps in a watch trigger an audit at once
@@ -107,17 +109,29 @@ async def audit_periodically(queue: WorkQueue) -> None:
         queue.add(AUDIT)
 
 
-async def lead(controller: Controller) -> None:
-    """Run kopf and the worker until kopf stops (it handles SIGTERM itself) or this is cancelled.
-    No stop flag for kopf: it would wait for that flag's waiter when stopping on a signal."""
+async def lead(controller: Controller, stop: asyncio.Event) -> None:
+    """Run kopf and the worker until kopf stops on SIGTERM (it handles the signal while it runs),
+    ``stop`` is set, or this is cancelled. A watch that keeps failing (a 403, say) ends kopf: it is
+    started again with backoff, the worker going on meanwhile. No stop flag is given to kopf: it
+    would wait for that flag's waiter when stopping on a signal."""
     queue = WorkQueue(PRIORITY)
     queue.add(AUDIT)
     tasks = [asyncio.create_task(work(controller, queue)), asyncio.create_task(audit_periodically(queue))]
-    operator = asyncio.create_task(
-        kopf.operator(registry=registry(controller, queue), settings=settings(), clusterwide=True)
-    )
+    delay = 1.0
     try:
-        await operator
+        while not stop.is_set():
+            try:
+                await kopf.operator(registry=registry(controller, queue), settings=settings(), clusterwide=True)
+                return
+            except Exception as err:
+                log.error("the watches stopped: %s; starting them again in %.0fs", _reason(err), delay)
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)  # kopf's handlers went with it
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await stop.wait()
+            delay = min(delay * 2, MAX_DELAY)
     finally:
         for task in tasks:
             task.cancel()
