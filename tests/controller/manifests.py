@@ -72,7 +72,7 @@ def multinode_isvc() -> dict[str, Any]:
 def multinode_model() -> dict[str, Any]:
     """The 70B ClusterBaseModel with the fields the model agent records (OME refuses a model
     without a format name before it judges any runtime)."""
-    model = catalog_model("llama-3-3-70b-instruct")
+    model = copy.deepcopy(catalog_model("llama-3-3-70b-instruct"))  # the catalog's copy is shared
     model["spec"].update(
         modelArchitecture="LlamaForCausalLM",
         modelFormat={"name": "safetensors", "version": "1.0.0"},
