@@ -180,7 +180,7 @@ class ServingState:
     def apply(self, objects: list[CatalogObject]) -> tuple[Catalog, list[Change]]:
         changes = []
         with self._lock:
-            served: dict[Key, CatalogObject] = {**self.catalog.runtimes, **self.catalog.models}
+            served: dict[Key, CatalogObject] = {key_of(o): o for o in self.catalog.objects()}
             for obj in objects:
                 key = key_of(obj)
                 current = served.get(key)
@@ -195,7 +195,7 @@ class ServingState:
     def delete(self, keys: list[Key]) -> tuple[Catalog, list[Change]]:
         changes = []
         with self._lock:
-            served = {*self.catalog.runtimes, *self.catalog.models}
+            served = {key_of(o) for o in self.catalog.objects()}
             for key in keys:
                 present = key in served
                 if present:
