@@ -14,6 +14,10 @@ from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
 CATALOG_KINDS = ("ClusterServingRuntime", "ServingRuntime", "ClusterBaseModel", "BaseModel")
+# InferenceServices are synced too (their own watch feeds them): what-if (policyctl diff) decides them
+SYNCED_KINDS = (*CATALOG_KINDS, "InferenceService")
+# the cluster's bookkeeping, not catalog content: it changes with every status write
+BOOKKEEPING = ("managedFields", "resourceVersion", "generation")
 log = logging.getLogger("policyd.controller.catalog")
 
 
@@ -25,16 +29,15 @@ class CatalogSync:
         """Apply ADDED/MODIFIED objects, delete DELETED ones; False when policyd refused the object."""
         kind = obj.get("kind", "")
         meta = obj.get("metadata") or {}
-        if kind not in CATALOG_KINDS:
+        if kind not in SYNCED_KINDS:
             return True
         try:
             if event_type == "DELETED":
                 key = pb.ObjectKey(kind=kind, namespace=meta.get("namespace", ""), name=meta.get("name", ""))
                 self.policy.DeleteObjects(pb.DeleteObjectsRequest(keys=[key]))
             else:
-                # status and managed fields are the cluster's bookkeeping, not catalog content
                 body = {k: v for k, v in obj.items() if k != "status"}
-                body["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+                body["metadata"] = {k: v for k, v in meta.items() if k not in BOOKKEEPING}
                 self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=json.dumps(body))]))
         except grpc.RpcError as err:
             if err.code() != grpc.StatusCode.INVALID_ARGUMENT:

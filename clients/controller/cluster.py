@@ -52,6 +52,7 @@ class Controller:
         self.catalog.handle(event_type, obj)
 
     def on_isvc_event(self, event_type: str, isvc: Manifest) -> Outcome | None:
+        self.catalog.handle(event_type, isvc)
         if event_type == "DELETED":
             return None  # owner references let the cluster collect the workloads
         outcome = self.reconciler.reconcile(isvc, _accelerator_classes(isvc))

@@ -118,6 +118,23 @@ def test_catalog_events_keep_policyds_catalog_in_sync(world: tuple[Controller, M
     assert policy.GetObjects(pb.GetObjectsRequest(keys=[key])).objects[0].manifest == ""
 
 
+def test_inference_services_are_synced_into_the_catalog_for_what_if(world: tuple[Controller, MemoryCluster]) -> None:
+    controller, _ = world
+    policy = controller.catalog.policy
+    key = pb.ObjectKey(kind="InferenceService", namespace="synced", name="llama")
+    service = {**isvc("synced"), "status": {"conditions": []}}
+    service["metadata"] = {**service["metadata"], "resourceVersion": "8", "generation": 2}
+    controller.on_isvc_event("ADDED", service)
+    stored = policy.GetObjects(pb.GetObjectsRequest(keys=[key])).objects[0].manifest
+    assert '"status"' not in stored and "resourceVersion" not in stored and "generation" not in stored
+    before = policy.GetStatus(pb.GetStatusRequest()).revisions.catalog_revision
+    service["metadata"] = {**service["metadata"], "resourceVersion": "9"}  # a status write: nothing else changed
+    controller.on_isvc_event("MODIFIED", service)
+    assert policy.GetStatus(pb.GetStatusRequest()).revisions.catalog_revision == before
+    controller.on_isvc_event("DELETED", service)
+    assert policy.GetObjects(pb.GetObjectsRequest(keys=[key])).objects[0].manifest == ""
+
+
 def test_a_runtime_the_webhook_refuses_never_enters_the_catalog(world: tuple[Controller, MemoryCluster]) -> None:
     controller, _ = world
     refused = runtime("refused", autoscalerPolicyRef={"name": "hpa"})
