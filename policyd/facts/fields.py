@@ -317,6 +317,9 @@ FIELDS: dict[str, Field] = {
     "lint_runtime_outranked_by": Field(
         LIST, LINT_RUNTIME, "the runtimes OME selects instead, where it can be selected but is not (Kind/name)"
     ),
+    "lint_runtime_outranked_on": Field(
+        LIST, LINT_RUNTIME, "the ranking keys that put those first (kind, score, size_distance, name)"
+    ),
     "lint_runtime_refusal_rule": Field(
         STR,
         LINT_RUNTIME,

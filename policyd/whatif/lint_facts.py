@@ -41,6 +41,7 @@ class _Tally:
     selectable: int = 0
     chosen: int = 0
     outranked_by: dict[str, None] = field(default_factory=dict)  # in the order met
+    outranked_on: dict[str, None] = field(default_factory=dict)
     matching: Counter[int] = field(default_factory=Counter)  # per entry index
     selected: Counter[int] = field(default_factory=Counter)
 
@@ -111,6 +112,8 @@ def _count(tallies: dict[Key, _Tally], selection: orchestrator.Selection) -> Non
             tally.selected[verdict.entry_index] += 1
         elif verdict.selectable and chosen is not None:
             tally.outranked_by[name_of(key_of(chosen.runtime))] = None
+            decided = deciding_key(chosen, verdict, chosen.policy.ranking)
+            tally.outranked_on[decided[0] if decided else "order"] = None
 
 
 def _runtime(runtime: ServingRuntime, tally: _Tally, revision: Revision) -> Record:
@@ -122,6 +125,7 @@ def _runtime(runtime: ServingRuntime, tally: _Tally, revision: Revision) -> Reco
         "lint_runtime_selectable": tally.selectable,
         "lint_runtime_chosen": tally.chosen,
         "lint_runtime_outranked_by": list(tally.outranked_by),
+        "lint_runtime_outranked_on": list(tally.outranked_on),
         "lint_runtime_refusal_rule": refused.rule_id if refused else "",
         "lint_runtime_refusal_kind": refused.kind if refused else "",
         "lint_runtime_refusal": refused.message if refused else "",

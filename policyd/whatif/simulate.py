@@ -187,7 +187,8 @@ def causes(was: Decision, will: Decision, old: Catalog, new: Catalog) -> list[Ca
             out.append(Cause("removed", runtime=before_key))
         if after_key is not None:
             out.extend(_rise(after_key, was, old))
-    elif after_key is not None and was.entry_index != will.entry_index:
+    elif after_key is not None and was.entry_index != will.entry_index and min(was.entry_index, will.entry_index) >= 0:
+        # (no matched entry at all, -1, is a named runtime's support changing: that cause says why)
         out.append(Cause("entry", runtime=after_key, value=str(was.entry_index), by_value=str(will.entry_index)))
     if was.outcome == will.outcome == RESOLVED and before_key == after_key and was.advisory != will.advisory:
         out.append(_support(after_key, was, will))
