@@ -66,7 +66,7 @@ def test_simulate_decides_the_catalogs_inference_services_and_applies_nothing(wo
         True,
     )
     assert (change.after.outcome, change.after.rejection.kind) == ("refused", "RuntimeNotFound")
-    assert [(c.cause, c.runtime.name) for c in change.causes] == [("removed", RUNTIME_NAME)]
+    assert [(c.cause, c.runtime.name) for c in change.causes] == [("removed", RUNTIME_NAME), ("refused", "")]
     assert [(o.key.name, o.action) for o in reply.objects] == [(RUNTIME_NAME, "deleted")]
     assert reply.before.catalog_revision == before != reply.after.catalog_revision
     assert _revision(world) == before  # nothing applied
