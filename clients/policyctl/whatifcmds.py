@@ -206,6 +206,10 @@ def diff(args: argparse.Namespace) -> Result:
     )
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def lint(args: argparse.Namespace) -> Result:
     call = _call(args)
     reply: pb.LintResponse = call("Lint", pb.LintRequest(rules=_rules(args.rules)))
@@ -216,8 +220,9 @@ def lint(args: argparse.Namespace) -> Result:
     data["findings"] = [as_dict(f) for f in findings]
     r = reply.revisions
     summary = (
-        f"{len(findings)} findings: {counts['error']} errors, {counts['warning']} warnings, {counts['info']} info"
-        f" ({reply.models_decided} models decided; rules {r.rules_revision}, catalog {r.catalog_revision})"
+        f"{_count(len(findings), 'finding')}: {_count(counts['error'], 'error')}, "
+        f"{_count(counts['warning'], 'warning')}, {counts['info']} info"
+        f" ({_count(reply.models_decided, 'model')} decided; rules {r.rules_revision}, catalog {r.catalog_revision})"
     )
     names = dict.fromkeys(object_name(k.kind, k.name) for f in findings for k in f.objects)
     return Result(

@@ -343,17 +343,18 @@ def _backend(
     return backend_effective(config, subject.model, check.reason() if check else None, advisories)
 
 
-def refusal_when_named(revision: Revision, runtime: ServingRuntime) -> Refusal | None:
-    """How the runtime is refused when an InferenceService names it, whatever the model: its
-    runtime checks (entries aside) for a request and a model that pass every other check."""
+def refusal_when_named(revision: Revision, runtime: ServingRuntime) -> Reason | None:
+    """Why the runtime is refused when an InferenceService names it, whatever the model: the
+    first of its runtime checks (entries aside) whose kind refuses a named runtime, for a
+    request and a model that pass every other check."""
     policy = revision.policy
     record = runtime_record(Subject("", None, None), neutral_record(RUNTIME), runtime, (), policy.scoring, True)
     fired = revision.engine.fire(RUNTIME, [record])[0]
     checks, _ = runtime_checks(policy, record, fired, ())
     # an entry group's check says "no entry matches": it is about the model, not the runtime alone
     alone = tuple(c for c in checks if c.group is None or c.group.entries is None)
-    verdict = RuntimeVerdict(runtime, record, alone, 0, -1, (), 0.0, policy)
-    return verdict.named_refusal()
+    check = RuntimeVerdict(runtime, record, alone, 0, -1, (), 0.0, policy).when_named("reject")
+    return check.reason() if check is not None else None
 
 
 def catalog_refusals(revision: Revision, runtime: ServingRuntime) -> list[Refusal]:

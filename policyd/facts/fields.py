@@ -327,7 +327,7 @@ FIELDS: dict[str, Field] = {
         " that passes every check), or empty",
     ),
     "lint_runtime_refusal_kind": Field(STR, LINT_RUNTIME, "that check's kind"),
-    "lint_runtime_refusal": Field(STR, LINT_RUNTIME, "the refusal's message"),
+    "lint_runtime_refusal": Field(STR, LINT_RUNTIME, "that check's reason"),
     # --- lint: one supportedModelFormats entry of a catalog runtime ----------------------------
     "lint_entry_matching": Field(
         INT, LINT_ENTRY, "how many of the runtime's models it matches (no entry rule excludes)", 1

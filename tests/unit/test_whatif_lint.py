@@ -100,7 +100,7 @@ def test_a_runtime_the_diffusers_backend_refuses_serves_no_model() -> None:
     refused = diffusers.runtime("qwen-teacache", "--cache-backend", "tea_cache")
     (finding,) = _found(catalog(diffusers.model(), refused), "runtime-refused-whatever-the-model")
     assert (finding.severity, _names(finding)) == ("error", ["qwen-teacache"])
-    assert finding.message.startswith("ClusterServingRuntime qwen-teacache serves no model: runtime qwen-teacache")
+    assert finding.message.startswith("ClusterServingRuntime qwen-teacache serves no model: the diffusers backend")
     assert _found(catalog(diffusers.model(), diffusers.runtime("qwen")), "runtime-refused-whatever-the-model") == []
 
 
