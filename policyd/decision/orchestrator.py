@@ -233,6 +233,14 @@ def _none_selectable(
     return Selection((), found, (), excluded, tuple(verdicts))
 
 
+def judge(
+    catalog: Catalog, isvc: InferenceService, revision: Revision, runtimes: Sequence[ServingRuntime]
+) -> list[RuntimeVerdict]:
+    """The verdicts Select reaches for ``runtimes`` (what-if asks about the few a change touches)."""
+    subject = _subject(catalog, isvc)
+    return _judge(revision, subject, subject_record(subject), runtimes, named=False)
+
+
 def explain_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Explanation:
     subject = _subject(catalog, isvc)
     base = subject_record(subject)

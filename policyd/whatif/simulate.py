@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
+from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of, make_key
 from policyd.decision import orchestrator
 from policyd.decision.ranking import deciding_key
 from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict
@@ -161,10 +161,14 @@ def simulate(
     (old, old_rev), (new, new_rev) = before, after
     mine = {key_of(i): i for i in given}
     keys = sorted({*old.inference_services, *new.inference_services, *mine})
+    runtimes, models = _changed(old.runtimes, new.runtimes), _changed(old.models, new.models)
     changes = []
     for key in keys:
         then = mine.get(key) or old.inference_services.get(key)
         now = mine.get(key) or new.inference_services.get(key)
+        same = then is not None and now is not None and then.digest == now.digest and old_rev.id == new_rev.id
+        if same and now is not None and _decided_alike(now, old, new, new_rev, runtimes, models):
+            continue
         was = decide_before(old, then, old_rev) if then is not None else Decision(ABSENT)
         will = decide(new, now, new_rev) if now is not None else Decision(ABSENT)
         if was.identity() != will.identity():
@@ -172,6 +176,36 @@ def simulate(
                 was = decide(old, then, old_rev)
             changes.append(DecisionChange(key, was.slim(), will.slim(), tuple(causes(was, will, old, new))))
     return Simulation(tuple(changes), len(keys))
+
+
+def _changed(old: Mapping[Key, Any], new: Mapping[Key, Any]) -> set[Key]:
+    """The keys whose object differs, comes or goes."""
+    return {
+        k for k in old.keys() | new.keys() if getattr(old.get(k), "digest", None) != getattr(new.get(k), "digest", None)
+    }
+
+
+def _decided_alike(
+    isvc: InferenceService, old: Catalog, new: Catalog, revision: Revision, runtimes: set[Key], models: set[Key]
+) -> bool:
+    """Whether Select (or Resolve) must answer alike on both catalogs, without deciding: under
+    one revision a decision reads the InferenceService, its model and the runtimes in its scope,
+    and each runtime's verdict depends on it alone. So when the model is unchanged and no changed
+    runtime in scope is selectable on either side (nor named), the selectable runtimes, their
+    ranking and the refusal's rule are the same. A few verdicts, not every InferenceService's
+    decision twice."""
+    ref = isvc.model
+    if ref is not None and make_key(ref.kind, isvc.meta.namespace, ref.name) in models:
+        return False
+    if isvc.runtime is not None:
+        return all(name != isvc.runtime.name for _, _, name in runtimes)
+    namespace = isvc.meta.namespace
+    touched = [k for k in runtimes if k[0] == "ClusterServingRuntime" or k[1] == namespace]
+    for catalog in (old, new):
+        present = [catalog.runtimes[k] for k in touched if k in catalog.runtimes]
+        if present and any(v.selectable for v in orchestrator.judge(catalog, isvc, revision, present)):
+            return False
+    return True
 
 
 def causes(was: Decision, will: Decision, old: Catalog, new: Catalog) -> list[Cause]:

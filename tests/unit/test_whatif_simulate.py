@@ -156,3 +156,50 @@ def test_inference_services_given_apart_are_decided_on_both_sides() -> None:
     ]
     assert result.decided == 1
     assert isinstance(parse_object(isvc("given")), type(given))
+
+
+def _world_of_many() -> Catalog:
+    docs = [
+        model(),
+        model("small", size="1B"),
+        model("mistral", architecture="MistralForCausalLM"),
+        model("ns-model", kind="BaseModel"),
+        runtime("srt-llama"),
+        runtime("srt-small", size_range=("500M", "2B")),
+        runtime("srt-mistral", entries=[entry(architecture="MistralForCausalLM")]),
+        runtime("sr-llama", kind="ServingRuntime"),
+        runtime("srt-named-only", entries=[entry(auto_select=False)]),
+        *(isvc(f"svc-{m}", model_name=m) for m in ("llama-3-2-3b-instruct", "small", "mistral")),
+        isvc("svc-ns", model_name="ns-model", model_kind="BaseModel"),
+        isvc("svc-other-ns", namespace="elsewhere"),
+        isvc("named", runtime_name="srt-named-only"),
+    ]
+    return catalog(*docs)
+
+
+PROPOSALS: list[tuple[list[dict[str, Any]], list[tuple[str, str, str]]]] = [
+    ([], [("ClusterServingRuntime", "", "srt-small")]),
+    ([], [("ServingRuntime", NAMESPACE, "sr-llama")]),
+    ([runtime("srt-mistral", disabled=True)], []),
+    ([runtime("srt-named-only", entries=[entry(auto_select=False, framework=("transformers", "4.47.0"))])], []),
+    ([runtime("srt-new", entries=[entry(priority=5)])], []),
+    ([model("small", size="3B")], []),
+    ([runtime("sr-other", kind="ServingRuntime", namespace="elsewhere", entries=[entry(priority=2)])], []),
+    ([runtime("srt-unrelated", entries=[entry(architecture="GemmaForCausalLM")])], []),
+]
+
+
+@pytest.mark.parametrize(("apply", "delete"), PROPOSALS)
+def test_the_inference_services_left_undecided_are_exactly_those_whose_decision_cannot_change(
+    apply: list[dict[str, Any]], delete: list[tuple[str, str, str]]
+) -> None:
+    # Simulate decides only what a change can reach; deciding everything both ways must agree
+    world, revision = _world_of_many(), default_revision()
+    after = propose(world, [parsed(d) for d in apply], delete).catalog
+    result = simulate((world, revision), (after, revision))
+    everything = {
+        key: (decide(world, i, revision).identity(), decide(after, after.inference_services[key], revision).identity())
+        for key, i in world.inference_services.items()
+    }
+    assert {c.isvc for c in result.changes} == {k for k, (was, will) in everything.items() if was != will}
+    assert all((c.before.identity(), c.after.identity()) == everything[c.isvc] for c in result.changes)
