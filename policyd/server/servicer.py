@@ -22,7 +22,7 @@ from policyd.decision import orchestrator as decide
 from policyd.decision.lookup import check_lookup
 from policyd.errors import InvalidInput
 from policyd.policy.revision import Revision
-from policyd.resources.objects import MODEL_KINDS, ModelRef, ServingRuntime
+from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef, ServingRuntime
 from policyd.resources.proto import object_manifest, struct_to_dict
 from policyd.server import observability as obs
 from policyd.server import responses
@@ -39,6 +39,12 @@ CACHEABLE = frozenset({"Select", "Explain", "Resolve", "Effective"})
 
 def _request_catalog(base: Catalog, value: pb.RequestCatalog, fields: FieldCheck) -> Catalog:
     objects = [catalog_object(o, f"catalog.objects[{i}]", fields) for i, o in enumerate(value.objects)]
+    for i, obj in enumerate(objects):
+        if isinstance(obj, InferenceService):
+            # the catalog keeps InferenceServices for what-if; a decision reads only its own subject
+            raise InvalidInput(
+                f"catalog.objects[{i}].kind", "an InferenceService is the request's subject, not one of its objects"
+            )
     return base.overlay(objects, value.isolated)
 
 
