@@ -220,9 +220,10 @@ def lint(args: argparse.Namespace) -> Result:
     data["findings"] = [as_dict(f) for f in findings]
     r = reply.revisions
     summary = (
-        f"{_count(len(findings), 'finding')}: {_count(counts['error'], 'error')}, "
+        f"{_count(len(reply.findings), 'finding')}: {_count(counts['error'], 'error')}, "
         f"{_count(counts['warning'], 'warning')}, {counts['info']} info"
-        f" ({_count(reply.models_decided, 'model')} decided; rules {r.rules_revision}, catalog {r.catalog_revision})"
+        + (f", {len(findings)} shown" if len(findings) < len(reply.findings) else "")
+        + f" ({_count(reply.models_decided, 'model')} decided; rules {r.rules_revision}, catalog {r.catalog_revision})"
     )
     names = dict.fromkeys(object_name(k.kind, k.name) for f in findings for k in f.objects)
     return Result(

@@ -304,8 +304,16 @@ def test_lint_offline_over_the_ome_catalog() -> None:
     assert {f["severity"] for f in data["findings"]} == {"warning", "info"}
     tie = next(f for f in data["findings"] if f["id"] == "ambiguous-tie" and f["objects"][0]["name"] == "gpt-oss-120b")
     assert [o["name"] for o in tie["objects"]][1:3] == ["srt-gpt-oss-120b-grpc", "srt-gpt-oss-20b"]
-    warnings = policyctl("lint", "--catalog", str(OME_CATALOG), "--severity", "warning", "-o", "json")
-    assert {f["severity"] for f in json.loads(warnings.stdout)["findings"]} == {"warning"}
+
+
+def test_lint_severity_hides_the_lesser_findings() -> None:
+    everything = json.loads(policyctl("lint", "--catalog", "examples/catalog", "-o", "json").stdout)["findings"]
+    assert {f["severity"] for f in everything} == {"info"}
+    warnings = policyctl("lint", "--catalog", "examples/catalog", "--severity", "warning")
+    succeeded(warnings)
+    assert warnings.stdout.startswith(
+        f"{len(everything)} findings: 0 errors, 0 warnings, {len(everything)} info, 0 shown"
+    )
 
 
 def test_lint_of_a_broken_directory_reports_its_manifest_errors(tmp_path: Path) -> None:
