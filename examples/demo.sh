@@ -24,6 +24,8 @@ run select -f examples/inferenceservices/llama-3-70b-omenative.yaml
 run explain -f examples/inferenceservices/qwen-image-pvc.yaml
 run explain --model qwen-image -n qwen-demo
 run resolve -f examples/inferenceservices/llama-3-2-1b-named.yaml
+run diff --rules rules/examples --isvc examples/inferenceservices/qwen-image-pvc.yaml
+run lint
 
 if [ "${1:-}" = "--serve" ]; then
   echo; echo "policyd serving on $POLICYD_ADDRESS (Ctrl-C to stop)"

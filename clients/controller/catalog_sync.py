@@ -1,4 +1,5 @@
-"""policyd's catalog kept equal to the cluster's (Cluster)ServingRuntimes and (Cluster)BaseModels:
+"""policyd's catalog kept equal to the cluster's (Cluster)ServingRuntimes, (Cluster)BaseModels and
+InferenceServices:
 each watch event updates one object; an audit replaces the whole catalog with a fresh listing."""
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ Item = tuple[str, str]  # (manifest as policyd takes it, its digest)
 
 
 def catalog_item(obj: Manifest) -> Item:
-    """The object as policyd takes it: status, managed fields and resourceVersion are the
-    cluster's bookkeeping, not catalog content."""
+    """The object as policyd takes it: status, managed fields, resourceVersion and generation are
+    the cluster's bookkeeping, not catalog content (an InferenceService's status changes with every
+    condition we write)."""
     body = {k: v for k, v in obj.items() if k != "status"}
     body["metadata"] = {
-        k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("managedFields", "resourceVersion")
+        k: v
+        for k, v in (obj.get("metadata") or {}).items()
+        if k not in ("managedFields", "resourceVersion", "generation")
     }
     manifest = json.dumps(body, sort_keys=True)
     return manifest, hashlib.sha256(manifest.encode()).hexdigest()

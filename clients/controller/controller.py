@@ -63,6 +63,7 @@ class Controller:
     def observe(self, event_type: str | None, obj: Manifest) -> list[Key]:
         """A watch event; ``event_type`` None is an object of a (re)listing."""
         meta = obj.get("metadata") or {}
+        ckey = catalog_key(obj)
         if obj.get("kind") == "InferenceService":
             key = (meta.get("namespace", ""), meta.get("name", ""))
             with self._lock:
@@ -71,8 +72,10 @@ class Controller:
                     self._gone.append(meta.get("uid", ""))
                 else:
                     self._isvcs[key] = obj
-            return [("isvc", *key)]
-        ckey = catalog_key(obj)
+                # policyd's catalog holds the InferenceServices too: what-if (policyctl diff) decides them
+                self._seq += 1
+                self._catalog[ckey] = (self._seq, None if event_type == "DELETED" else obj)
+            return [("catalog", *ckey), ("isvc", *key)]
         with self._lock:
             self._seq += 1
             self._catalog[ckey] = (self._seq, None if event_type == "DELETED" else obj)
@@ -127,7 +130,13 @@ class Controller:
                 len(changed),
                 extra={"objects": [f"{kind} {ns}/{name}".replace(" /", " ") for kind, ns, name in changed]},
             )
+        recovering = self.policyd_down is not None
         self.catalog_ready, self.policyd_down = True, None
+        if recovering:
+            # policyd is back: every InferenceService decided (or refused as unavailable) meanwhile is
+            # decided again, whatever changed, rather than waiting for its retry's backoff
+            with self._lock:
+                return [("isvc", *key) for key in self._isvcs]
         return self._dependents(changed)
 
     def sync_catalog(self, key: CatalogKey) -> list[Key]:
@@ -152,7 +161,7 @@ class Controller:
         """The InferenceServices to reconcile after a catalog change: those that follow a changed
         object, and those without a runtime (a new or recreated runtime may be theirs). One whose
         runtime was chosen picks the change up when its runtime is chosen again (spec 004)."""
-        changed = set(changed)
+        changed = {key for key in changed if key[0] != "InferenceService"}  # no InferenceService follows one
         if not changed:
             return []
         with self._lock:

@@ -26,6 +26,8 @@ PLURALS = {
     "InferenceService": "inferenceservices",
 }
 CATALOG_KINDS = ("ClusterServingRuntime", "ServingRuntime", "ClusterBaseModel", "BaseModel")
+# what an audit lists into policyd's catalog: the catalog kinds and the InferenceServices
+SYNCED_KINDS = (*CATALOG_KINDS, "InferenceService")
 FIELD_MANAGER = "policyd-controller"
 # Every kind the renderer produces: objects of these kinds that an InferenceService owns and no
 # longer renders (a component it stopped declaring) are deleted.
@@ -120,7 +122,7 @@ class Kube:
 
     def list_catalog(self) -> dict[CatalogKey, dict[str, Any]]:
         objects: dict[CatalogKey, dict[str, Any]] = {}
-        for kind in CATALOG_KINDS:
+        for kind in SYNCED_KINDS:
             # list_cluster_custom_object lists namespaced kinds across every namespace too
             listed: Any = self.custom.list_cluster_custom_object(GROUP, VERSION, PLURALS[kind])
             for item in listed.get("items", []):

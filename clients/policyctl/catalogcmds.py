@@ -71,7 +71,7 @@ def _keys(args: argparse.Namespace) -> list[pb.ObjectKey]:
         keys = []
         for d in docs:
             kind = by_kind(d.kind)
-            if kind is None or kind.name == "InferenceService":
+            if kind is None:
                 raise inputs.InputError(f"{d.source}: {d.kind or 'an object without kind'} is not in policyd's catalog")
             namespace = str(d.manifest.get("metadata", {}).get("namespace") or "") if kind.namespaced else ""
             keys.append(pb.ObjectKey(kind=kind.name, namespace=namespace, name=d.name))
@@ -143,6 +143,8 @@ def status(args: argparse.Namespace) -> Result:
         reply.revisions.catalog_revision,
         reply.runtimes,
         reply.models,
+        reply.inference_services,
+        reply.accelerator_classes,
         len(reply.catalog_errors),
         len(reply.overrides),
         reload,
@@ -156,7 +158,8 @@ def status(args: argparse.Namespace) -> Result:
         footer.append(table(("OBJECT", "ACTION", "AT", "FILE"), overrides))
     if reply.catalog_errors:
         footer += ["", "CATALOG ERRORS", *reply.catalog_errors]
-    columns = [Column(h) for h in ("RULES", "CATALOG", "RUNTIMES", "MODELS", "ERRORS", "OVERRIDES", "LAST RELOAD")]
+    columns = [Column(h) for h in ("RULES", "CATALOG", "RUNTIMES", "MODELS", "ISVCS", "ACCELERATORS")]
+    columns += [Column(h) for h in ("ERRORS", "OVERRIDES", "LAST RELOAD")]
     columns += [Column("RELOAD ERROR", wide=True), Column("AT", wide=True)]
     return Result(
         as_dict(reply),

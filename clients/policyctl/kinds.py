@@ -1,5 +1,5 @@
 """The names kubectl users give OME's kinds: the kind itself in any case, its plural, its
-resource.group form, and the short names policyctl's tables use (csr, sr, cbm, bm)."""
+resource.group form, and the short names policyctl's tables use (csr, sr, cbm, bm, isvc, ac)."""
 
 from __future__ import annotations
 
@@ -21,16 +21,19 @@ class Kind:
         return f"{self.name.lower()}.{GROUP}"
 
 
+INFERENCE_SERVICE = Kind("InferenceService", "inferenceservices", "isvc", True)
+# the catalog also holds the InferenceServices a controller synced, and AcceleratorClasses
 CATALOG_KINDS = (
     Kind("ClusterServingRuntime", "clusterservingruntimes", "csr", False),
     Kind("ServingRuntime", "servingruntimes", "sr", True),
     Kind("ClusterBaseModel", "clusterbasemodels", "cbm", False),
     Kind("BaseModel", "basemodels", "bm", True),
+    INFERENCE_SERVICE,
+    Kind("AcceleratorClass", "acceleratorclasses", "ac", False),
 )
-INFERENCE_SERVICE = Kind("InferenceService", "inferenceservices", "isvc", True)
 _BY_NAME = {
     spelling: kind
-    for kind in (*CATALOG_KINDS, INFERENCE_SERVICE)
+    for kind in CATALOG_KINDS
     for spelling in (kind.name.lower(), kind.plural, kind.short, kind.resource, f"{kind.plural}.{GROUP}")
 }
 
@@ -42,7 +45,7 @@ class UnknownKind(LookupError):
 def catalog_kind(text: str) -> Kind:
     """The catalog kind a user means by ``text`` (ClusterServingRuntime, csr, servingruntimes, …)."""
     kind = _BY_NAME.get(text.lower())
-    if kind is None or kind is INFERENCE_SERVICE:
+    if kind is None:
         known = ", ".join(f"{k.name} ({k.short})" for k in CATALOG_KINDS)
         raise UnknownKind(f"the server doesn't have a resource type \"{text}\" (policyd's catalog has {known})")
     return kind
@@ -55,7 +58,7 @@ def by_kind(name: str) -> Kind | None:
 
 
 def short_kind(name: str) -> str:
-    """CSR, SR, CBM, BM for tables."""
+    """CSR, SR, CBM, BM, ISVC, AC for tables."""
     kind = by_kind(name)
     return kind.short.upper() if kind else name
 

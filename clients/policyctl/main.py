@@ -13,7 +13,7 @@ from typing import NoReturn
 import grpc
 
 from clients.conformance import command as conformance
-from clients.policyctl import catalogcmds, commands, rulecmds
+from clients.policyctl import catalogcmds, commands, rulecmds, whatifcmds
 from clients.policyctl.connection import DEFAULT_ADDRESS, DEFAULT_RENDERER, rpc_error
 from clients.policyctl.inputs import InputError
 from clients.policyctl.output import OutputError, Result, error_line, output_format, show
@@ -150,13 +150,42 @@ def parser() -> _Parser:
     _files(p, "manifests of the objects to delete")
     p.add_argument("--ignore-not-found", action="store_true", help="no error for an object that is not there")
     p.set_defaults(func=catalogcmds.delete)
+    _whatif(sub, common)
     return root
 
 
-def _error(lines: list[str]) -> int:
+def _whatif(sub: argparse._SubParsersAction[_Parser], common: _Parser) -> None:
+    offline = "offline: the catalog of this directory with the bundled rules, instead of the daemon's"
+    text = "what would change every InferenceService's decision, before the change is made (nothing is applied)"
+    p = sub.add_parser("diff", help=text, parents=[common], description=text)
+    p.add_argument("--apply", type=Path, action="append", metavar="FILE", help="manifests that would be applied")
+    p.add_argument("-R", "--recursive", action="store_true", help="read --apply directories recursively")
+    p.add_argument(
+        "--delete", action="append", metavar="KIND/NAME", help="an object that would be deleted (-n for namespaced)"
+    )
+    p.add_argument(
+        "--rules", type=Path, metavar="DIR", help="the rules that would serve (extra rules or a whole policy)"
+    )
+    p.add_argument(
+        "--isvc", type=Path, action="append", metavar="FILE", help="InferenceServices to decide besides the catalog's"
+    )
+    p.add_argument("--catalog", type=Path, metavar="DIR", help=offline)
+    # as kubectl diff: 0 nothing changes, 1 something does, above 1 the command failed
+    p.set_defaults(func=whatifcmds.diff, failed=2)
+    text = "findings about the catalog, as the lint rules judge it"
+    p = sub.add_parser("lint", help=text, parents=[common], description=text)
+    p.add_argument("--catalog", type=Path, metavar="DIR", help=offline)
+    p.add_argument("--rules", type=Path, metavar="DIR", help="judge with these rules (extra rules or a whole policy)")
+    p.add_argument(
+        "--severity", choices=whatifcmds.SEVERITIES, default="info", help="show findings of this severity and above"
+    )
+    p.set_defaults(func=whatifcmds.lint)
+
+
+def _error(lines: list[str], code: int = 1) -> int:
     for line in lines:
         print(error_line(line), file=sys.stderr)
-    return 1
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,9 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}\nSee '{root.prog} {args.command} --help' for usage.", file=sys.stderr)
         return 2
     except grpc.RpcError as err:
-        return _error(rpc_error(err, args.address))
+        return _error(rpc_error(err, args.address), getattr(args, "failed", 1))
     except (InputError, InvalidInput, OutputError) as err:
-        return _error([str(err)])
+        return _error([str(err)], getattr(args, "failed", 1))
     except KeyboardInterrupt:
         return 130  # as a shell reports a command ended by Ctrl-C; no traceback
     except BrokenPipeError:

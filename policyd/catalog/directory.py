@@ -8,7 +8,6 @@ from pathlib import Path
 from policyd.catalog.snapshot import CatalogObject, Key, key_of
 from policyd.errors import InvalidInput
 from policyd.resources.manifests import is_ome_object, load_yaml, parse_object
-from policyd.resources.objects import InferenceService
 from policyd.resources.schema import unknown_fields
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -51,9 +50,6 @@ def load_directory(root: Path) -> DirectoryLoad:
                 obj = parse_object(doc)
             except InvalidInput as err:
                 errors.append(f"{where}: {err}")
-                continue
-            if isinstance(obj, InferenceService):
-                errors.append(f"{where}: kind: an InferenceService is not a catalog object")
                 continue
             objects.append(obj)
             files[key_of(obj)] = str(path)

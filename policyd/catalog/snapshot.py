@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from policyd.resources.objects import NAMESPACED_KINDS, BaseModel, ServingRuntime
+from policyd.resources.objects import NAMESPACED_KINDS, AcceleratorClass, BaseModel, InferenceService, ServingRuntime
 
 Key = tuple[str, str, str]  # kind, namespace ("" at cluster scope), name
-CatalogObject = BaseModel | ServingRuntime
+CatalogObject = BaseModel | ServingRuntime | InferenceService | AcceleratorClass
 
 
 def make_key(kind: str, namespace: str, name: str) -> Key:
@@ -34,23 +34,51 @@ class Catalog:
     revision: str
     runtimes: Mapping[Key, ServingRuntime]
     models: Mapping[Key, BaseModel]
+    # not read by decisions: the InferenceServices a controller synced (what-if's subjects) and the
+    # AcceleratorClasses (what lint checks accelerator class names against)
+    inference_services: Mapping[Key, InferenceService] = field(default_factory=dict)
+    accelerator_classes: Mapping[Key, AcceleratorClass] = field(default_factory=dict)
 
     @staticmethod
     def of(objects: Iterable[CatalogObject], revision: str = "") -> Catalog:
         runtimes: dict[Key, ServingRuntime] = {}
         models: dict[Key, BaseModel] = {}
+        isvcs: dict[Key, InferenceService] = {}
+        classes: dict[Key, AcceleratorClass] = {}
         for obj in objects:
             if isinstance(obj, ServingRuntime):
                 runtimes[key_of(obj)] = obj
-            else:
+            elif isinstance(obj, BaseModel):
                 models[key_of(obj)] = obj
-        return Catalog(revision or revision_of([*runtimes.values(), *models.values()]), runtimes, models)
+            elif isinstance(obj, InferenceService):
+                isvcs[key_of(obj)] = obj
+            else:
+                classes[key_of(obj)] = obj
+        everything: list[CatalogObject] = [*runtimes.values(), *models.values(), *isvcs.values(), *classes.values()]
+        return Catalog(revision or revision_of(everything), runtimes, models, isvcs, classes)
+
+    def objects(self) -> list[CatalogObject]:
+        return [
+            *self.runtimes.values(),
+            *self.models.values(),
+            *self.inference_services.values(),
+            *self.accelerator_classes.values(),
+        ]
+
+    def get(self, key: Key) -> CatalogObject | None:
+        found: CatalogObject | None = (
+            self.runtimes.get(key)
+            or self.models.get(key)
+            or self.inference_services.get(key)
+            or self.accelerator_classes.get(key)
+        )
+        return found
 
     def overlay(self, objects: list[CatalogObject], isolated: bool) -> Catalog:
         """This catalog with ``objects`` added or replaced (or only ``objects`` when isolated), for one request."""
         if not objects and not isolated:
             return self
-        base: list[CatalogObject] = [] if isolated else [*self.runtimes.values(), *self.models.values()]
+        base: list[CatalogObject] = [] if isolated else self.objects()
         extra = revision_of(objects)
         return Catalog.of([*base, *objects], f"{'' if isolated else self.revision + '+'}{extra}")
 

@@ -913,9 +913,13 @@ class ApplyObjectsResponse(_message.Message):
     RUNTIMES_FIELD_NUMBER: _builtins.int
     MODELS_FIELD_NUMBER: _builtins.int
     CHANGES_FIELD_NUMBER: _builtins.int
+    INFERENCE_SERVICES_FIELD_NUMBER: _builtins.int
+    ACCELERATOR_CLASSES_FIELD_NUMBER: _builtins.int
     catalog_revision: _builtins.str
     runtimes: _builtins.int
     models: _builtins.int
+    inference_services: _builtins.int
+    accelerator_classes: _builtins.int
     @_builtins.property
     def changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectChange]:
         """One per object, in request order."""
@@ -927,10 +931,12 @@ class ApplyObjectsResponse(_message.Message):
         runtimes: _builtins.int = ...,
         models: _builtins.int = ...,
         changes: _abc.Iterable[Global___ObjectChange] | None = ...,
+        inference_services: _builtins.int = ...,
+        accelerator_classes: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog_revision", b"catalog_revision", "changes", b"changes", "models", b"models", "runtimes", b"runtimes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "catalog_revision", b"catalog_revision", "changes", b"changes", "inference_services", b"inference_services", "models", b"models", "runtimes", b"runtimes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -977,6 +983,7 @@ class ObjectKey(_message.Message):
     NAMESPACE_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
+    """ClusterServingRuntime, ServingRuntime, ClusterBaseModel, BaseModel, InferenceService or AcceleratorClass."""
     namespace: _builtins.str
     name: _builtins.str
     def __init__(
@@ -1149,8 +1156,12 @@ class GetStatusResponse(_message.Message):
     MODELS_FIELD_NUMBER: _builtins.int
     CATALOG_ERRORS_FIELD_NUMBER: _builtins.int
     OVERRIDES_FIELD_NUMBER: _builtins.int
+    INFERENCE_SERVICES_FIELD_NUMBER: _builtins.int
+    ACCELERATOR_CLASSES_FIELD_NUMBER: _builtins.int
     runtimes: _builtins.int
     models: _builtins.int
+    inference_services: _builtins.int
+    accelerator_classes: _builtins.int
     @_builtins.property
     def revisions(self) -> Global___Revisions: ...
     @_builtins.property
@@ -1170,10 +1181,12 @@ class GetStatusResponse(_message.Message):
         models: _builtins.int = ...,
         catalog_errors: _abc.Iterable[_builtins.str] | None = ...,
         overrides: _abc.Iterable[Global___CatalogOverride] | None = ...,
+        inference_services: _builtins.int = ...,
+        accelerator_classes: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["last_attempt", b"last_attempt", "revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog_errors", b"catalog_errors", "last_attempt", b"last_attempt", "models", b"models", "overrides", b"overrides", "revisions", b"revisions", "runtimes", b"runtimes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "catalog_errors", b"catalog_errors", "inference_services", b"inference_services", "last_attempt", b"last_attempt", "models", b"models", "overrides", b"overrides", "revisions", b"revisions", "runtimes", b"runtimes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1214,3 +1227,351 @@ class CatalogOverride(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CatalogOverride: _TypeAlias = CatalogOverride  # noqa: Y015
+
+@_typing.final
+class RuleFile(_message.Message):
+    """One file of a rules directory, sent whole: the daemon cannot read the caller's files."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    CONTENT_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The file's name as the caller knows it (errors name it)."""
+    content: _builtins.str
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        content: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RuleFile: _TypeAlias = RuleFile  # noqa: Y015
+
+@_typing.final
+class SimulateRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APPLY_FIELD_NUMBER: _builtins.int
+    DELETE_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
+    INFERENCE_SERVICES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def apply(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Object]:
+        """Objects as `ApplyObjects` would take them (created or replaced), InferenceServices and
+        AcceleratorClasses included.
+        """
+
+    @_builtins.property
+    def delete(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectKey]:
+        """Objects as `DeleteObjects` would remove them; each must be in the catalog."""
+
+    @_builtins.property
+    def rules(self) -> _containers.RepeatedCompositeFieldContainer[Global___RuleFile]:
+        """Another rules directory's files. A directory that declares no settings is a set of extra
+        rules, beside the serving rules (as `policyctl rules test` reads it). Empty: the serving rules.
+        """
+
+    @_builtins.property
+    def inference_services(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.InferenceServiceInput]:
+        """InferenceServices to decide besides those the catalog holds (one of the same name replaces it)."""
+
+    def __init__(
+        self,
+        *,
+        apply: _abc.Iterable[_resources_pb2.Object] | None = ...,
+        delete: _abc.Iterable[Global___ObjectKey] | None = ...,
+        rules: _abc.Iterable[Global___RuleFile] | None = ...,
+        inference_services: _abc.Iterable[_resources_pb2.InferenceServiceInput] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["apply", b"apply", "delete", b"delete", "inference_services", b"inference_services", "rules", b"rules"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SimulateRequest: _TypeAlias = SimulateRequest  # noqa: Y015
+
+@_typing.final
+class SimulateResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHANGES_FIELD_NUMBER: _builtins.int
+    DECIDED_FIELD_NUMBER: _builtins.int
+    BEFORE_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
+    OBJECTS_FIELD_NUMBER: _builtins.int
+    decided: _builtins.int
+    """How many InferenceServices were decided, before and after."""
+    @_builtins.property
+    def changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___DecisionChange]:
+        """The InferenceServices whose decision changes, by namespace and name."""
+
+    @_builtins.property
+    def before(self) -> Global___Revisions: ...
+    @_builtins.property
+    def after(self) -> Global___Revisions:
+        """The catalog revision the proposal would make, the rules revision it would serve."""
+
+    @_builtins.property
+    def objects(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectChange]:
+        """What the proposal does to each object it names, as ApplyObjects / DeleteObjects would answer."""
+
+    def __init__(
+        self,
+        *,
+        changes: _abc.Iterable[Global___DecisionChange] | None = ...,
+        decided: _builtins.int = ...,
+        before: Global___Revisions | None = ...,
+        after: Global___Revisions | None = ...,
+        objects: _abc.Iterable[Global___ObjectChange] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before", "changes", b"changes", "decided", b"decided", "objects", b"objects"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SimulateResponse: _TypeAlias = SimulateResponse  # noqa: Y015
+
+@_typing.final
+class DecisionChange(_message.Message):
+    """One InferenceService's decision, before and after, and why it changed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INFERENCE_SERVICE_FIELD_NUMBER: _builtins.int
+    BEFORE_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
+    CAUSES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def inference_service(self) -> Global___ObjectKey: ...
+    @_builtins.property
+    def before(self) -> Global___Decision: ...
+    @_builtins.property
+    def after(self) -> Global___Decision: ...
+    @_builtins.property
+    def causes(self) -> _containers.RepeatedCompositeFieldContainer[Global___ChangeCause]: ...
+    def __init__(
+        self,
+        *,
+        inference_service: Global___ObjectKey | None = ...,
+        before: Global___Decision | None = ...,
+        after: Global___Decision | None = ...,
+        causes: _abc.Iterable[Global___ChangeCause] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before", "inference_service", b"inference_service"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before", "causes", b"causes", "inference_service", b"inference_service"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DecisionChange: _TypeAlias = DecisionChange  # noqa: Y015
+
+@_typing.final
+class Decision(_message.Message):
+    """What policyd decides for an InferenceService: OME's choice (Select), the runtime it names
+    (Resolve), or its refusal.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    RUNTIME_FIELD_NUMBER: _builtins.int
+    RUNTIME_KIND_FIELD_NUMBER: _builtins.int
+    RUNTIME_NAMESPACE_FIELD_NUMBER: _builtins.int
+    ENTRY_INDEX_FIELD_NUMBER: _builtins.int
+    VERDICT_FIELD_NUMBER: _builtins.int
+    REJECTION_FIELD_NUMBER: _builtins.int
+    ADVISORY_FIELD_NUMBER: _builtins.int
+    outcome: _builtins.str
+    """selected, resolved, refused, or absent (the InferenceService is not there on that side)."""
+    runtime: _builtins.str
+    runtime_kind: _builtins.str
+    runtime_namespace: _builtins.str
+    entry_index: _builtins.int
+    """The matched entry (its acceleratorConfig applies), -1 when none."""
+    advisory: _builtins.str
+    """resolved: the RuntimeCompatibilityAdvisory event (else the admission warning) when the named
+    runtime does not declare support for the model; empty when it does.
+    """
+    @_builtins.property
+    def verdict(self) -> Global___RuntimeVerdict:
+        """selected and resolved: the runtime's verdict."""
+
+    @_builtins.property
+    def rejection(self) -> Global___Rejection:
+        """refused: the refusal (RuntimeNotFound when nothing can be selected)."""
+
+    def __init__(
+        self,
+        *,
+        outcome: _builtins.str = ...,
+        runtime: _builtins.str = ...,
+        runtime_kind: _builtins.str = ...,
+        runtime_namespace: _builtins.str = ...,
+        entry_index: _builtins.int = ...,
+        verdict: Global___RuntimeVerdict | None = ...,
+        rejection: Global___Rejection | None = ...,
+        advisory: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["rejection", b"rejection", "verdict", b"verdict"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["advisory", b"advisory", "entry_index", b"entry_index", "outcome", b"outcome", "rejection", b"rejection", "runtime", b"runtime", "runtime_kind", b"runtime_kind", "runtime_namespace", b"runtime_namespace", "verdict", b"verdict"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Decision: _TypeAlias = Decision  # noqa: Y015
+
+@_typing.final
+class ChangeCause(_message.Message):
+    """Why a decision changed, from the verdicts of the runtimes involved."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CAUSE_FIELD_NUMBER: _builtins.int
+    RUNTIME_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
+    RANK_KEY_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    BY_VALUE_FIELD_NUMBER: _builtins.int
+    REJECTION_FIELD_NUMBER: _builtins.int
+    cause: _builtins.str
+    """removed: the runtime left the catalog. added: it joined it. unselectable: it now fails a check
+    (reason: its first reason after). selectable: it passes the check it failed (reason: its first
+    reason before). outranked: it is still selectable but `by` ranks first (rank_key, value,
+    by_value: the ranking key that decides and both runtimes' values). entry: the same runtime
+    with another matched entry. support: a named runtime starts (reason: before's) or stops
+    (reason: after's) declaring support for the model. refused: the request is refused after
+    (rejection). admitted: the refusal before no longer holds (rejection: before's).
+    """
+    rank_key: _builtins.str
+    value: _builtins.str
+    by_value: _builtins.str
+    @_builtins.property
+    def runtime(self) -> Global___ObjectKey: ...
+    @_builtins.property
+    def reason(self) -> Global___Reason: ...
+    @_builtins.property
+    def by(self) -> Global___ObjectKey: ...
+    @_builtins.property
+    def rejection(self) -> Global___Rejection: ...
+    def __init__(
+        self,
+        *,
+        cause: _builtins.str = ...,
+        runtime: Global___ObjectKey | None = ...,
+        reason: Global___Reason | None = ...,
+        by: Global___ObjectKey | None = ...,
+        rank_key: _builtins.str = ...,
+        value: _builtins.str = ...,
+        by_value: _builtins.str = ...,
+        rejection: Global___Rejection | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "reason", b"reason", "rejection", b"rejection", "runtime", b"runtime"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "by_value", b"by_value", "cause", b"cause", "rank_key", b"rank_key", "reason", b"reason", "rejection", b"rejection", "runtime", b"runtime", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ChangeCause: _TypeAlias = ChangeCause  # noqa: Y015
+
+@_typing.final
+class LintRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RULES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def rules(self) -> _containers.RepeatedCompositeFieldContainer[Global___RuleFile]:
+        """Judge with another rules directory (read as in SimulateRequest.rules); empty: the serving rules."""
+
+    def __init__(
+        self,
+        *,
+        rules: _abc.Iterable[Global___RuleFile] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["rules", b"rules"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LintRequest: _TypeAlias = LintRequest  # noqa: Y015
+
+@_typing.final
+class LintResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FINDINGS_FIELD_NUMBER: _builtins.int
+    REVISIONS_FIELD_NUMBER: _builtins.int
+    CATALOG_ERRORS_FIELD_NUMBER: _builtins.int
+    MODELS_DECIDED_FIELD_NUMBER: _builtins.int
+    models_decided: _builtins.int
+    """How many model and namespace pairs were decided to find them."""
+    @_builtins.property
+    def findings(self) -> _containers.RepeatedCompositeFieldContainer[Global___Finding]:
+        """In the lint rules' order, then by the objects involved."""
+
+    @_builtins.property
+    def revisions(self) -> Global___Revisions: ...
+    @_builtins.property
+    def catalog_errors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The manifests the catalog refused (as GetStatus lists them): they are not judged."""
+
+    def __init__(
+        self,
+        *,
+        findings: _abc.Iterable[Global___Finding] | None = ...,
+        revisions: Global___Revisions | None = ...,
+        catalog_errors: _abc.Iterable[_builtins.str] | None = ...,
+        models_decided: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["revisions", b"revisions"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog_errors", b"catalog_errors", "findings", b"findings", "models_decided", b"models_decided", "revisions", b"revisions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LintResponse: _TypeAlias = LintResponse  # noqa: Y015
+
+@_typing.final
+class Finding(_message.Message):
+    """What a lint rule found."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    SEVERITY_FIELD_NUMBER: _builtins.int
+    OBJECTS_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """The rule's id."""
+    severity: _builtins.str
+    """error, warning or info, as the rule declares."""
+    message: _builtins.str
+    """One line, from the rule's reason."""
+    @_builtins.property
+    def objects(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectKey]:
+        """The objects involved."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        severity: _builtins.str = ...,
+        objects: _abc.Iterable[Global___ObjectKey] | None = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "message", b"message", "objects", b"objects", "severity", b"severity"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Finding: _TypeAlias = Finding  # noqa: Y015

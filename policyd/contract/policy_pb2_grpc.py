@@ -81,6 +81,16 @@ class PolicyServiceStub:
                 request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.GetStatusRequest.SerializeToString,
                 response_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.GetStatusResponse.FromString,
                 _registered_method=True)
+        self.Simulate = channel.unary_unary(
+                '/ome.policy.v1.PolicyService/Simulate',
+                request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.SimulateRequest.SerializeToString,
+                response_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.SimulateResponse.FromString,
+                _registered_method=True)
+        self.Lint = channel.unary_unary(
+                '/ome.policy.v1.PolicyService/Lint',
+                request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.LintRequest.SerializeToString,
+                response_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.LintResponse.FromString,
+                _registered_method=True)
 
 
 class PolicyServiceServicer:
@@ -126,7 +136,8 @@ class PolicyServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ApplyObjects(self, request, context):
-        """Add or replace catalog objects (the controller keeps the catalog in sync with this).
+        """Add or replace catalog objects: runtimes, models, InferenceServices and AcceleratorClasses
+        (the controller keeps the catalog in sync with this).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -148,6 +159,23 @@ class PolicyServiceServicer:
 
     def GetStatus(self, request, context):
         """Rules and catalog revisions, and the last rules reload attempt.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Simulate(self, request, context):
+        """What proposed changes — objects to apply or delete, another rules directory — would do to
+        the decision of every InferenceService in scope, and why. A read: nothing is applied.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Lint(self, request, context):
+        """Findings about the catalog as the rule files' lint rules judge it (ambiguous ties, runtimes
+        no model selects, overlapping size ranges, undefined accelerator classes, runtimes the policy
+        refuses). A read: nothing is changed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -200,6 +228,16 @@ def add_PolicyServiceServicer_to_server(servicer, server):
                     servicer.GetStatus,
                     request_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.GetStatusRequest.FromString,
                     response_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.GetStatusResponse.SerializeToString,
+            ),
+            'Simulate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Simulate,
+                    request_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.SimulateRequest.FromString,
+                    response_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.SimulateResponse.SerializeToString,
+            ),
+            'Lint': grpc.unary_unary_rpc_method_handler(
+                    servicer.Lint,
+                    request_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.LintRequest.FromString,
+                    response_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.LintResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -447,6 +485,60 @@ class PolicyService:
             '/ome.policy.v1.PolicyService/GetStatus',
             ome_dot_policy_dot_v1_dot_policy__pb2.GetStatusRequest.SerializeToString,
             ome_dot_policy_dot_v1_dot_policy__pb2.GetStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Simulate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ome.policy.v1.PolicyService/Simulate',
+            ome_dot_policy_dot_v1_dot_policy__pb2.SimulateRequest.SerializeToString,
+            ome_dot_policy_dot_v1_dot_policy__pb2.SimulateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Lint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ome.policy.v1.PolicyService/Lint',
+            ome_dot_policy_dot_v1_dot_policy__pb2.LintRequest.SerializeToString,
+            ome_dot_policy_dot_v1_dot_policy__pb2.LintResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -50,13 +50,24 @@ class PolicyServiceStub:
     InspectModel: _grpc.UnaryUnaryMultiCallable[_policy_pb2.InspectModelRequest, _policy_pb2.InspectModelResponse]
     """The BaseModel spec fields OME records from a model_index.json or config.json."""
     ApplyObjects: _grpc.UnaryUnaryMultiCallable[_policy_pb2.ApplyObjectsRequest, _policy_pb2.ApplyObjectsResponse]
-    """Add or replace catalog objects (the controller keeps the catalog in sync with this)."""
+    """Add or replace catalog objects: runtimes, models, InferenceServices and AcceleratorClasses
+    (the controller keeps the catalog in sync with this).
+    """
     DeleteObjects: _grpc.UnaryUnaryMultiCallable[_policy_pb2.DeleteObjectsRequest, _policy_pb2.DeleteObjectsResponse]
     """Remove catalog objects."""
     GetObjects: _grpc.UnaryUnaryMultiCallable[_policy_pb2.GetObjectsRequest, _policy_pb2.GetObjectsResponse]
     """Catalog objects by key, as manifests (for renderers and the CLI)."""
     GetStatus: _grpc.UnaryUnaryMultiCallable[_policy_pb2.GetStatusRequest, _policy_pb2.GetStatusResponse]
     """Rules and catalog revisions, and the last rules reload attempt."""
+    Simulate: _grpc.UnaryUnaryMultiCallable[_policy_pb2.SimulateRequest, _policy_pb2.SimulateResponse]
+    """What proposed changes — objects to apply or delete, another rules directory — would do to
+    the decision of every InferenceService in scope, and why. A read: nothing is applied.
+    """
+    Lint: _grpc.UnaryUnaryMultiCallable[_policy_pb2.LintRequest, _policy_pb2.LintResponse]
+    """Findings about the catalog as the rule files' lint rules judge it (ambiguous ties, runtimes
+    no model selects, overlapping size ranges, undefined accelerator classes, runtimes the policy
+    refuses). A read: nothing is changed.
+    """
 
 @_typing.type_check_only
 class PolicyServiceAsyncStub(PolicyServiceStub):
@@ -80,13 +91,24 @@ class PolicyServiceAsyncStub(PolicyServiceStub):
     InspectModel: _aio.UnaryUnaryMultiCallable[_policy_pb2.InspectModelRequest, _policy_pb2.InspectModelResponse]  # type: ignore[assignment]
     """The BaseModel spec fields OME records from a model_index.json or config.json."""
     ApplyObjects: _aio.UnaryUnaryMultiCallable[_policy_pb2.ApplyObjectsRequest, _policy_pb2.ApplyObjectsResponse]  # type: ignore[assignment]
-    """Add or replace catalog objects (the controller keeps the catalog in sync with this)."""
+    """Add or replace catalog objects: runtimes, models, InferenceServices and AcceleratorClasses
+    (the controller keeps the catalog in sync with this).
+    """
     DeleteObjects: _aio.UnaryUnaryMultiCallable[_policy_pb2.DeleteObjectsRequest, _policy_pb2.DeleteObjectsResponse]  # type: ignore[assignment]
     """Remove catalog objects."""
     GetObjects: _aio.UnaryUnaryMultiCallable[_policy_pb2.GetObjectsRequest, _policy_pb2.GetObjectsResponse]  # type: ignore[assignment]
     """Catalog objects by key, as manifests (for renderers and the CLI)."""
     GetStatus: _aio.UnaryUnaryMultiCallable[_policy_pb2.GetStatusRequest, _policy_pb2.GetStatusResponse]  # type: ignore[assignment]
     """Rules and catalog revisions, and the last rules reload attempt."""
+    Simulate: _aio.UnaryUnaryMultiCallable[_policy_pb2.SimulateRequest, _policy_pb2.SimulateResponse]  # type: ignore[assignment]
+    """What proposed changes — objects to apply or delete, another rules directory — would do to
+    the decision of every InferenceService in scope, and why. A read: nothing is applied.
+    """
+    Lint: _aio.UnaryUnaryMultiCallable[_policy_pb2.LintRequest, _policy_pb2.LintResponse]  # type: ignore[assignment]
+    """Findings about the catalog as the rule files' lint rules judge it (ambiguous ties, runtimes
+    no model selects, overlapping size ranges, undefined accelerator classes, runtimes the policy
+    refuses). A read: nothing is changed.
+    """
 
 class PolicyServiceServicer(metaclass=_abc_1.ABCMeta):
     """Runtime selection for OME InferenceServices. Every response names the rules
@@ -143,7 +165,9 @@ class PolicyServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _policy_pb2.ApplyObjectsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_policy_pb2.ApplyObjectsResponse, _abc.Awaitable[_policy_pb2.ApplyObjectsResponse]]:
-        """Add or replace catalog objects (the controller keeps the catalog in sync with this)."""
+        """Add or replace catalog objects: runtimes, models, InferenceServices and AcceleratorClasses
+        (the controller keeps the catalog in sync with this).
+        """
 
     @_abc_1.abstractmethod
     def DeleteObjects(
@@ -168,5 +192,26 @@ class PolicyServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_policy_pb2.GetStatusResponse, _abc.Awaitable[_policy_pb2.GetStatusResponse]]:
         """Rules and catalog revisions, and the last rules reload attempt."""
+
+    @_abc_1.abstractmethod
+    def Simulate(
+        self,
+        request: _policy_pb2.SimulateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_policy_pb2.SimulateResponse, _abc.Awaitable[_policy_pb2.SimulateResponse]]:
+        """What proposed changes — objects to apply or delete, another rules directory — would do to
+        the decision of every InferenceService in scope, and why. A read: nothing is applied.
+        """
+
+    @_abc_1.abstractmethod
+    def Lint(
+        self,
+        request: _policy_pb2.LintRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_policy_pb2.LintResponse, _abc.Awaitable[_policy_pb2.LintResponse]]:
+        """Findings about the catalog as the rule files' lint rules judge it (ambiguous ties, runtimes
+        no model selects, overlapping size ranges, undefined accelerator classes, runtimes the policy
+        refuses). A read: nothing is changed.
+        """
 
 def add_PolicyServiceServicer_to_server(servicer: PolicyServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

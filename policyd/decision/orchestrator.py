@@ -11,7 +11,15 @@ from policyd.catalog.snapshot import Catalog, make_key
 from policyd.decision.diffusers_effective import DiffusersEffective, backend_effective
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import rank
-from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict, refusal, rule_reason, runtime_checks
+from policyd.decision.verdicts import (
+    Reason,
+    Refusal,
+    RuntimeVerdict,
+    entry_matches,
+    refusal,
+    rule_reason,
+    runtime_checks,
+)
 from policyd.errors import InvalidInput
 from policyd.facts.derive import (
     Record,
@@ -39,6 +47,7 @@ class Selection:
     refusal: Refusal | None  # the request refused, or nothing selectable (OME's message)
     warnings: tuple[str, ...]
     excluded: tuple[RuntimeVerdict, ...]  # the runtimes OME's message lists; only when nothing is selectable
+    judged: tuple[RuntimeVerdict, ...] = ()  # every runtime in scope, in scope order (none when refused)
 
     @property
     def error(self) -> str:
@@ -154,6 +163,7 @@ def _verdict(
         advisories=tuple(advisories),
         size_distance=0.0 if rng is None or size is None else range_distance(size, rng.min, rng.max),
         policy=policy,
+        entries_matching=tuple(int(e["entry_index"]) for e, hits in entries if entry_matches(hits)),
     )
 
 
@@ -191,7 +201,7 @@ def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record
         values = {"runtime_name": ranking[0].runtime.meta.name, "model_name": subject.model.meta.name}
         # The admission webhook speaks only for InferenceServices with an engine section.
         warnings = (templates.render(messages["auto_selected"], values),) if "engine" in isvc.components else ()
-        return Selection(tuple(ranking), None, warnings, ())
+        return Selection(tuple(ranking), None, warnings, (), tuple(verdicts))
     return _none_selectable(revision, base, scope, verdicts)
 
 
@@ -220,7 +230,15 @@ def _none_selectable(
         text += templates.render(messages["excluded_runtimes"], {"list": messages["excluded_separator"].join(items)})
     kind = policy.kinds[policy.none_selectable]
     found = Refusal(policy.none_selectable, text, "spec.model.name", kind.condition_reason, text, "", 0)
-    return Selection((), found, (), excluded)
+    return Selection((), found, (), excluded, tuple(verdicts))
+
+
+def judge(
+    catalog: Catalog, isvc: InferenceService, revision: Revision, runtimes: Sequence[ServingRuntime]
+) -> list[RuntimeVerdict]:
+    """The verdicts Select reaches for ``runtimes`` (what-if asks about the few a change touches)."""
+    subject = _subject(catalog, isvc)
+    return _judge(revision, subject, subject_record(subject), runtimes, named=False)
 
 
 def explain_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Explanation:
@@ -331,6 +349,20 @@ def _backend(
     check = verdict.when_named("reject") if verdict else None
     advisories = verdict.advisories if verdict else ()
     return backend_effective(config, subject.model, check.reason() if check else None, advisories)
+
+
+def refusal_when_named(revision: Revision, runtime: ServingRuntime) -> Reason | None:
+    """Why the runtime is refused when an InferenceService names it, whatever the model: the
+    first of its runtime checks (entries aside) whose kind refuses a named runtime, for a
+    request and a model that pass every other check."""
+    policy = revision.policy
+    record = runtime_record(Subject("", None, None), neutral_record(RUNTIME), runtime, (), policy.scoring, True)
+    fired = revision.engine.fire(RUNTIME, [record])[0]
+    checks, _ = runtime_checks(policy, record, fired, ())
+    # an entry group's check says "no entry matches": it is about the model, not the runtime alone
+    alone = tuple(c for c in checks if c.group is None or c.group.entries is None)
+    check = RuntimeVerdict(runtime, record, alone, 0, -1, (), 0.0, policy).when_named("reject")
+    return check.reason() if check is not None else None
 
 
 def catalog_refusals(revision: Revision, runtime: ServingRuntime) -> list[Refusal]:

@@ -26,3 +26,18 @@ def rank(evaluations: Sequence[RuntimeVerdict], keys: Sequence[RankKey]) -> list
     for key in reversed(keys):
         ranked.sort(key=_value(key), reverse=key.direction == "desc")
     return ranked
+
+
+def deciding_key(first: RuntimeVerdict, other: RuntimeVerdict, keys: Sequence[RankKey]) -> tuple[str, Any, Any] | None:
+    """The first ranking key on which two runtimes differ, with each one's value (None when
+    they are equal on every key: the same runtime)."""
+    for key in keys:
+        value = _value(key)
+        if (mine := value(first)) != (theirs := value(other)):
+            return key.key, _shown(key, first, mine), _shown(key, other, theirs)
+    return None
+
+
+def _shown(key: RankKey, verdict: RuntimeVerdict, value: Any) -> Any:
+    """A key's value as people read it: the kind's name rather than its place in the order."""
+    return verdict.runtime.kind if key.key == "kind" else value

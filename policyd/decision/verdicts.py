@@ -134,6 +134,11 @@ def _members(group: Group, fired: Fired) -> list[Rule]:
     return [r for r in fired if r.group == group.id]
 
 
+def entry_matches(hits: Fired) -> bool:
+    """An entry matches the model when none of its rules decides against it."""
+    return not any(r.effect in DECIDING for r in hits)
+
+
 def runtime_checks(
     policy: Policy, record: Record, fired: Fired, entries: Sequence[tuple[Record, Fired]]
 ) -> tuple[tuple[Check, ...], bool]:
@@ -142,7 +147,7 @@ def runtime_checks(
     for group in policy.groups:
         if group.applies_to == "runtime" and _members(group, fired):
             checks.append(Check(group.order, group.effect, group.kind, None, group, record, ((record, fired),)))
-    matched = any(not any(r.effect in DECIDING for r in hits) for _, hits in entries)
+    matched = any(entry_matches(hits) for _, hits in entries)
     if not matched:
         for group in policy.groups:
             if group.entries is None:
@@ -163,6 +168,7 @@ class RuntimeVerdict:
     advisories: tuple[Reason, ...]
     size_distance: float
     policy: Policy = field(repr=False)
+    entries_matching: tuple[int, ...] = ()  # the entries that match the model (whatever their autoSelect)
 
     @property
     def selectable(self) -> bool:

@@ -119,6 +119,11 @@ def _model_facts(model: BaseModel | None, ref: ModelRef | None) -> Record:
 _NO_MODEL: Record = {name: spec.neutral_value for name, spec in fields_of(MODEL).items()}
 
 
+def model_record(model: BaseModel) -> Record:
+    """The model's own facts (what a lint record of the model carries)."""
+    return _model_facts(model, None)
+
+
 def subject_record(subject: Subject) -> Record:
     """The request record: the InferenceService's facts and its model's (computed once per request)."""
     return {**_request_facts(subject.isvc, subject), **_model_facts(subject.model, subject.model_ref)}
@@ -200,11 +205,8 @@ def _weight(name: VersionedName, unset: int, zero: int) -> int:
     return zero if name.weight == 0 else name.weight
 
 
-def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
-    mismatch = first_mismatch(model.pipeline, entry.pipeline)
-    fmt, fw = model.format, model.framework
-    format_name_match = fmt is not None and fmt.name == entry.format.name
-    framework_name_match = fw is not None and fw.name == entry.framework.name
+def entry_alone_facts(entry: Entry, scoring: Scoring) -> Record:
+    """The entry's fields that depend on the entry alone (what lint records carry)."""
     return {
         "entry_index": entry.index,
         "entry_auto_select": entry.auto_select is True,
@@ -217,6 +219,19 @@ def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
         "entry_framework_version_set": entry.framework.version_set,
         "entry_architecture": entry.architecture,
         "entry_quantization": entry.quantization,
+        "format_weight": _weight(entry.format, scoring.default_weight, scoring.zero_format_weight),
+        "framework_weight": _weight(entry.framework, scoring.default_weight, scoring.zero_framework_weight),
+        "priority": scoring.default_priority if entry.priority is None else entry.priority,
+    }
+
+
+def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
+    mismatch = first_mismatch(model.pipeline, entry.pipeline)
+    fmt, fw = model.format, model.framework
+    format_name_match = fmt is not None and fmt.name == entry.format.name
+    framework_name_match = fw is not None and fw.name == entry.framework.name
+    return {
+        **entry_alone_facts(entry, scoring),
         "format_name_match": format_name_match,
         "format_version_match": _version_match(fmt, entry.format),
         "framework_name_match": framework_name_match,
@@ -229,9 +244,6 @@ def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
         "pipeline_component": mismatch.component if mismatch else "",
         "pipeline_model_value": mismatch.model_value if mismatch else "",
         "pipeline_runtime_value": mismatch.runtime_value if mismatch else "",
-        "format_weight": _weight(entry.format, scoring.default_weight, scoring.zero_format_weight),
-        "framework_weight": _weight(entry.framework, scoring.default_weight, scoring.zero_framework_weight),
-        "priority": scoring.default_priority if entry.priority is None else entry.priority,
     }
 
 

@@ -16,13 +16,25 @@ STR, BOOL, INT, LIST = "string", "boolean", "integer", "list"
 
 # Scopes, and the scopes whose fields each scope's records also carry.
 REQUEST, MODEL, RUNTIME, ENTRY, COMPONENT = "request", "model", "runtime", "entry", "component"
-SCOPES = (REQUEST, MODEL, RUNTIME, ENTRY, COMPONENT)
+# Lint scopes describe the catalog rather than a request (policyd/whatif/lint_facts.py): a model with
+# how it is decided, a runtime or one of its entries with what the catalog's models make of it, two
+# runtimes claiming the same format and architecture, an accelerator class name.
+LINT_MODEL, LINT_RUNTIME, LINT_ENTRY = "lint_model", "lint_runtime", "lint_entry"
+LINT_PAIR, LINT_ACCELERATOR = "lint_pair", "lint_accelerator"
+LINT_SCOPES = (LINT_MODEL, LINT_RUNTIME, LINT_ENTRY, LINT_PAIR, LINT_ACCELERATOR)
+SCOPES = (REQUEST, MODEL, RUNTIME, ENTRY, COMPONENT, *LINT_SCOPES)
 VISIBLE: dict[str, tuple[str, ...]] = {
     MODEL: (MODEL,),
     REQUEST: (REQUEST, MODEL),
     RUNTIME: (REQUEST, MODEL, RUNTIME),
     ENTRY: (REQUEST, MODEL, RUNTIME, ENTRY),
     COMPONENT: (REQUEST, MODEL, RUNTIME, COMPONENT),
+    # lint records carry the runtime's and the entry's fields that depend on them alone
+    LINT_MODEL: (MODEL, LINT_MODEL),
+    LINT_RUNTIME: (RUNTIME, LINT_RUNTIME),
+    LINT_ENTRY: (RUNTIME, ENTRY, LINT_RUNTIME, LINT_ENTRY),
+    LINT_PAIR: (LINT_PAIR,),
+    LINT_ACCELERATOR: (LINT_ACCELERATOR,),
 }
 _EMPTY: dict[str, Any] = {STR: "", BOOL: False, INT: 0}
 
@@ -33,7 +45,7 @@ class Field:
     scope: str
     doc: str
     neutral: Any = field(default=None)
-    # a runtime field that depends on the request too (not on the runtime alone)
+    # a runtime or entry field that depends on the request or the model too (not on the runtime alone)
     relational: bool = False
 
     @property
@@ -135,29 +147,39 @@ FIELDS: dict[str, Field] = {
     "entry_framework_version_set": Field(BOOL, ENTRY, "modelFramework.version is set (even to an empty string)"),
     "entry_architecture": Field(STR, ENTRY, "modelArchitecture"),
     "entry_quantization": Field(STR, ENTRY, "quantization"),
-    "format_name_match": Field(BOOL, ENTRY, "model and entry format names are equal", True),
+    "format_name_match": Field(BOOL, ENTRY, "model and entry format names are equal", True, relational=True),
     "format_version_match": Field(
-        BOOL, ENTRY, "both set and the model's format version passes the entry's version and operator", True
+        BOOL,
+        ENTRY,
+        "both set and the model's format version passes the entry's version and operator",
+        True,
+        relational=True,
     ),
-    "framework_name_match": Field(BOOL, ENTRY, "model and entry framework names are equal", True),
+    "framework_name_match": Field(BOOL, ENTRY, "model and entry framework names are equal", True, relational=True),
     "framework_version_match": Field(
-        BOOL, ENTRY, "both set and the model's framework version passes the entry's version and operator", True
+        BOOL,
+        ENTRY,
+        "both set and the model's framework version passes the entry's version and operator",
+        True,
+        relational=True,
     ),
     "entry_score_eligible": Field(
         BOOL,
         ENTRY,
         "OME scores the entry: format and framework names agree and, where both sides set a version, it passes",
         True,
+        relational=True,
     ),
     "pipeline_mismatch": Field(
         STR,
         ENTRY,
         "first diffusionPipeline requirement the model fails: pipeline-missing, class, component-missing, library,"
         " type, additional-none, additional-missing; empty when it passes",
+        relational=True,
     ),
-    "pipeline_component": Field(STR, ENTRY, "the pipeline component the mismatch is about"),
-    "pipeline_model_value": Field(STR, ENTRY, "the model's value in the mismatch"),
-    "pipeline_runtime_value": Field(STR, ENTRY, "the entry's value in the mismatch"),
+    "pipeline_component": Field(STR, ENTRY, "the pipeline component the mismatch is about", relational=True),
+    "pipeline_model_value": Field(STR, ENTRY, "the model's value in the mismatch", relational=True),
+    "pipeline_runtime_value": Field(STR, ENTRY, "the entry's value in the mismatch", relational=True),
     "format_weight": Field(INT, ENTRY, "modelFormat.weight as scoring reads it", 1),
     "framework_weight": Field(INT, ENTRY, "modelFramework.weight as scoring reads it", 1),
     "priority": Field(INT, ENTRY, "priority, or the default priority", 1),
@@ -267,13 +289,86 @@ FIELDS: dict[str, Field] = {
     "component_name": Field(STR, COMPONENT, "engine, decoder or router", "engine"),
     "component_mode": Field(STR, COMPONENT, "the deployment mode the component runs in", "RawDeployment"),
     "component_mode_source": Field(STR, COMPONENT, "what set the component's mode", "default"),
+    # --- lint: a catalog model, decided as an InferenceService naming only it would be -----------
+    "lint_namespace": Field(
+        STR, LINT_MODEL, "the namespace it is decided in (a ClusterBaseModel: default and each with ServingRuntimes)"
+    ),
+    "lint_model_refusal_rule": Field(STR, LINT_MODEL, "the rule refusing such an InferenceService, or empty"),
+    "lint_model_refusal": Field(STR, LINT_MODEL, "that refusal's message"),
+    "lint_model_selectable": Field(INT, LINT_MODEL, "how many runtimes can be auto-selected for it", 1),
+    "lint_model_chosen": Field(STR, LINT_MODEL, "the runtime OME selects (Kind/name), or empty"),
+    "lint_model_runner_up": Field(STR, LINT_MODEL, "the runtime ranked second, or empty"),
+    "lint_model_decided_by": Field(
+        STR,
+        LINT_MODEL,
+        "the ranking key that puts the chosen runtime before the runner-up (kind, score, size_distance, name);"
+        " empty with fewer than two",
+    ),
+    "lint_model_tied": Field(
+        LIST, LINT_MODEL, "the chosen runtime and each runtime equal to it on every ranking key but the name"
+    ),
+    # --- lint: a catalog runtime, against every catalog model it is in scope for ------------------
+    "lint_models": Field(
+        INT, LINT_RUNTIME, "how many models (per namespace) it is in scope for, the models refused outright left out", 1
+    ),
+    "lint_runtime_compatible": Field(INT, LINT_RUNTIME, "for how many of them it declares support", 1),
+    "lint_runtime_selectable": Field(INT, LINT_RUNTIME, "for how many it can be auto-selected", 1),
+    "lint_runtime_chosen": Field(INT, LINT_RUNTIME, "for how many OME selects it", 1),
+    "lint_runtime_outranked_by": Field(
+        LIST, LINT_RUNTIME, "the runtimes OME selects instead, where it can be selected but is not (Kind/name)"
+    ),
+    "lint_runtime_outranked_on": Field(
+        LIST, LINT_RUNTIME, "the ranking keys that put those first (kind, score, size_distance, name)"
+    ),
+    "lint_runtime_refusal_rule": Field(
+        STR,
+        LINT_RUNTIME,
+        "the first check refusing it when named whatever the model (an InferenceService naming it, with a model"
+        " that passes every check), or empty",
+    ),
+    "lint_runtime_refusal_kind": Field(STR, LINT_RUNTIME, "that check's kind"),
+    "lint_runtime_refusal": Field(STR, LINT_RUNTIME, "that check's reason"),
+    # --- lint: one supportedModelFormats entry of a catalog runtime ----------------------------
+    "lint_entry_matching": Field(
+        INT, LINT_ENTRY, "how many of the runtime's models it matches (no entry rule excludes)", 1
+    ),
+    "lint_entry_selected": Field(
+        INT, LINT_ENTRY, "for how many OME selects the runtime with this entry as the matched one", 1
+    ),
+    # --- lint: two runtimes in one scope with entries of the same format and architecture -------
+    "lint_pair_first": Field(STR, LINT_PAIR, "one runtime (Kind/name)"),
+    "lint_pair_second": Field(STR, LINT_PAIR, "the other"),
+    "lint_pair_namespace": Field(
+        STR, LINT_PAIR, "the namespace of their ServingRuntime, empty for two cluster runtimes"
+    ),
+    "lint_pair_format": Field(STR, LINT_PAIR, "the entries' modelFormat.name"),
+    "lint_pair_architecture": Field(STR, LINT_PAIR, "the entries' modelArchitecture (may be empty)"),
+    "lint_pair_first_range": Field(STR, LINT_PAIR, "the first's modelSizeRange as [min, max], empty when none"),
+    "lint_pair_second_range": Field(STR, LINT_PAIR, "the second's"),
+    "lint_pair_ranges_set": Field(BOOL, LINT_PAIR, "both declare modelSizeRange"),
+    "lint_pair_overlap": Field(BOOL, LINT_PAIR, "some model size lies in both (a runtime without a range takes any)"),
+    "lint_pair_auto_select": Field(BOOL, LINT_PAIR, "both set autoSelect on such an entry"),
+    "lint_pair_same_quantization": Field(BOOL, LINT_PAIR, "two such entries ask for the same quantization"),
+    "lint_pair_same_kind": Field(BOOL, LINT_PAIR, "both are of one kind (the kind does not rank one first)"),
+    # --- lint: an accelerator class name used in the catalog ------------------------------------
+    "accelerator_class": Field(STR, LINT_ACCELERATOR, "the name"),
+    "accelerator_class_defined": Field(
+        BOOL, LINT_ACCELERATOR, "an AcceleratorClass of that name is in the catalog", True
+    ),
+    "accelerator_classes_defined": Field(INT, LINT_ACCELERATOR, "how many AcceleratorClasses the catalog holds"),
+    "accelerator_class_users": Field(
+        LIST,
+        LINT_ACCELERATOR,
+        "what names it (Kind/name): runtimes' acceleratorRequirements and acceleratorConfig, InferenceServices",
+    ),
 }
 
 
 def fields_of(scope: str) -> dict[str, Field]:
     """The fields a record of ``scope`` carries (its own and its outer scopes')."""
     seen = VISIBLE[scope]
-    return {name: spec for name, spec in FIELDS.items() if spec.scope in seen}
+    alone = scope in LINT_SCOPES
+    return {name: spec for name, spec in FIELDS.items() if spec.scope in seen and not (alone and spec.relational)}
 
 
 def neutral_record(scope: str) -> dict[str, Any]:

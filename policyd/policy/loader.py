@@ -15,13 +15,13 @@ from typing import Any
 import jsonschema
 import yaml
 
-from policyd.facts.fields import BOOL, ENTRY, FIELDS, RUNTIME, fields_of
+from policyd.facts.fields import BOOL, ENTRY, FIELDS, LINT_SCOPES, RUNTIME, fields_of
 from policyd.policy import templates
 from policyd.policy.conditions import ConditionError, compile_condition, negate
 from policyd.policy.messages import MESSAGE_VARIABLES
 from policyd.policy.model import (
-    DECIDING,
     KINDED,
+    WAIVABLE,
     EntriesReason,
     Group,
     Kind,
@@ -44,6 +44,8 @@ SCOPE_EFFECTS = {
     "runtime": ("refuse", "exclude", "reject", "skip", "advise", "score", "allow"),
     "entry": ("exclude", "advise", "score", "allow"),
     "component": ("refuse",),
+    # lint rules judge the catalog: they only report
+    **dict.fromkeys(LINT_SCOPES, ("finding", "allow")),
 }
 
 
@@ -85,14 +87,26 @@ def rule_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in RULE_FILE_SUFFIXES)
 
 
-def _read(path: Path) -> tuple[dict[str, Any], dict[str, list[int]], str]:
-    text = path.read_text()
+RuleText = tuple[str, str]  # a rule file's name (as errors name it) and its content
+
+
+def directory_texts(directory: Path) -> list[RuleText]:
+    """The rule files of a directory, read; RuleFileError when there are none."""
+    if not directory.is_dir():
+        raise RuleFileError(str(directory), "rules directory does not exist")
+    files = rule_files(directory)
+    if not files:
+        raise RuleFileError(str(directory), "no rule files (*.yaml) in the rules directory")
+    return [(str(path), path.read_text()) for path in files]
+
+
+def _read(name: str, text: str) -> tuple[dict[str, Any], dict[str, list[int]]]:
     try:
         doc = yaml.load(text, Loader=SAFE_LOADER)
         lines = _item_lines(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
-        raise RuleFileError(str(path), f"not valid YAML: {err}", line=mark.line + 1 if mark else 0) from None
+        raise RuleFileError(name, f"not valid YAML: {err}", line=mark.line + 1 if mark else 0) from None
     doc = {} if doc is None else doc
     validator = jsonschema.Draft202012Validator(schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
@@ -106,8 +120,8 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, list[int]], str]:
             found = lines.get(str(path_items[0]), [])
             line = found[index] if index < len(found) else 0
         location = ".".join(str(p) for p in path_items) or "(top level)"
-        raise RuleFileError(str(path), f"schema: {location}: {error.message}", item_id, line)
-    return doc, lines, text
+        raise RuleFileError(name, f"schema: {location}: {error.message}", item_id, line)
+    return doc, lines
 
 
 def _templates(raw: Mapping[str, Any], keys: Sequence[str], allowed: Sequence[str], fail: Any) -> None:
@@ -169,6 +183,8 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
         raise fail("points is required with effect score and allowed only there")
     if (effect == "allow") != ("overrides" in raw):
         raise fail("overrides is required with effect allow and allowed only there")
+    if (effect == "finding") != ("severity" in raw):
+        raise fail("severity is required with effect finding and allowed only there")
     if "kind" in raw and effect not in KINDED:
         raise fail(f"kind is declared only on rules that refuse, exclude or reject, not {effect}")
     _templates(
@@ -199,6 +215,7 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
         advisory=raw.get("advisory", ""),
         points=raw.get("points", 0),
         overrides=tuple(raw.get("overrides", ())),
+        severity=raw.get("severity", ""),
         tests=_tests(raw, scope, fail),
         source=source,
         line=line,
@@ -387,7 +404,7 @@ def _apply_allows(rules: Sequence[Rule]) -> list[Rule]:
             target = by_id.get(target_id)
             if target is None:
                 reason = f"overrides unknown rule {target_id}"
-            elif target.effect not in DECIDING:
+            elif target.effect not in WAIVABLE:
                 reason = f"overrides {target_id}, whose effect {target.effect} cannot be overridden"
             elif not allow.fields <= set(fields_of(target.applies_to)):
                 reason = (
@@ -427,45 +444,47 @@ class _Read:
     rules: list[Rule]
     groups: list[Group]
     found: Found
-    files: list[Path]
+    files: list[str]
 
 
-def _read_directory(directory: Path, read: _Read, digest: Any) -> None:
-    if not directory.is_dir():
-        raise RuleFileError(str(directory), "rules directory does not exist")
-    files = rule_files(directory)
-    if not files:
-        raise RuleFileError(str(directory), "no rule files (*.yaml) in the rules directory")
-    for path in files:
-        doc, lines, text = _read(path)
-        digest.update(path.name.encode() + b"\0" + text.encode() + b"\0")
+def _read_texts(texts: Sequence[RuleText], read: _Read, digest: Any) -> None:
+    for name, text in texts:
+        doc, lines = _read(name, text)
+        digest.update(Path(name).name.encode() + b"\0" + text.encode() + b"\0")
         at = lines.get("rules", [])
-        read.rules.extend(
-            _rule(raw, str(path), at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("rules", []))
-        )
+        read.rules.extend(_rule(raw, name, at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("rules", [])))
         at = lines.get("groups", [])
         read.groups.extend(
-            _group(raw, str(path), at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("groups", []))
+            _group(raw, name, at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("groups", []))
         )
-        _collect_settings(read.found, doc, path)
-    read.files.extend(files)
+        _collect_settings(read.found, doc, Path(name))
+        read.files.append(name)
+
+
+def _declares(texts: Sequence[RuleText]) -> bool:
+    return any(key in _read(name, text)[0] for name, text in texts for key in SETTINGS)
 
 
 def declares_settings(directory: Path) -> bool:
     """Whether the directory is a whole policy (it declares settings), not a set of extra rules."""
-    return any(key in (_read(path)[0]) for path in rule_files(directory) for key in SETTINGS)
+    return _declares([(str(path), path.read_text()) for path in rule_files(directory)])
 
 
 def load_policy(directory: Path, beside: Path | None = None) -> Policy:
     """Read, validate and merge every rule file of ``directory`` (not its subdirectories).
     With ``beside``, a directory that declares no settings is a set of extra rules: they
     join the policy in ``beside`` (its rules and settings), as they would when copied there."""
+    return load_policy_texts(directory_texts(directory), str(directory), beside)
+
+
+def load_policy_texts(texts: Sequence[RuleText], where: str, beside: Path | None = None) -> Policy:
+    """``load_policy`` of rule files given by name and content (``where`` names them as a whole)."""
     read = _Read([], [], {}, [])
     digest = hashlib.sha256()
-    if beside is not None and directory.is_dir() and not declares_settings(directory):
-        _read_directory(beside, read, digest)
-    _read_directory(directory, read, digest)
-    settings = _settings(read.found, directory)
+    if beside is not None and not _declares(texts):
+        _read_texts(directory_texts(beside), read, digest)
+    _read_texts(texts, read, digest)
+    settings = _settings(read.found, Path(where))
     _unique(read.rules, read.groups)
     linked = _apply_allows(_link(read.rules, read.groups, settings.kinds))
     return Policy(
@@ -478,5 +497,5 @@ def load_policy(directory: Path, beside: Path | None = None) -> Policy:
         ranking=settings.ranking,
         listed=settings.listed,
         none_selectable=settings.none_selectable,
-        sources=tuple(str(p) for p in read.files),
+        sources=tuple(read.files),
     )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from policyd.policy.engine import RuleEngine
-from policyd.policy.loader import RuleFileError, load_policy
+from policyd.policy.loader import RuleFileError, RuleText, directory_texts, load_policy_texts
 from policyd.policy.model import Policy
 from policyd.policy.selftest import run_tests
 
@@ -24,11 +25,16 @@ class Revision:
 
 def build_revision(directory: Path, beside: Path | None = None) -> Revision:
     """Load, compile and self-test ``directory``; RuleFileError when any step fails."""
-    policy = load_policy(directory, beside)
+    return build_revision_texts(directory_texts(directory), str(directory), beside)
+
+
+def build_revision_texts(texts: Sequence[RuleText], where: str, beside: Path | None = None) -> Revision:
+    """``build_revision`` of rule files given by name and content (what a what-if request sends)."""
+    policy = load_policy_texts(texts, where, beside)
     try:
         engine = RuleEngine(policy.rules)
     except Exception as err:  # durable-rules reports bad rulesets with bare errors
-        raise RuleFileError(str(directory), f"durable-rules refused the compiled rules: {err}") from None
+        raise RuleFileError(where, f"durable-rules refused the compiled rules: {err}") from None
     count, failures = run_tests(policy, engine)
     if failures:
         first = failures[0]

@@ -1,6 +1,6 @@
 """Run the tests stored with the rules and groups: input facts → the rules that fire, the
-first rule, its effect and kind, the reason the record (or the runtime, for a group) gets,
-advisories and points."""
+first rule, its effect, kind and severity, the reason the record (or the runtime, for a group)
+gets, advisories, findings and points."""
 
 from __future__ import annotations
 
@@ -51,13 +51,18 @@ def _check_rule(test: RuleTest, rule: Rule, policy: Policy, engine: RuleEngine) 
     record = {**neutral_record(rule.applies_to), **test.facts}
     fired = engine.fire(rule.applies_to, [record])[0]
     deciding = [r for r in fired if r.effect in DECIDING]
-    first = deciding[0] if deciding else None
+    findings = [rule_reason(r, record).message for r in fired if r.effect == "finding"]
+    # a lint record decides nothing: its first rule is its first finding
+    first = next(iter(deciding or [r for r in fired if r.effect == "finding"]), None)
     expect, problems = test.expect, list[str]()
     _compare(problems, "first rule", first.id if first else None, expect, "rule")
     _compare(problems, "effect", first.effect if first else "pass", expect, "effect")
     _compare(problems, "kind", first.kind if first else "", expect, "kind")
+    _compare(problems, "severity", first.severity if first else "", expect, "severity")
     _compare(problems, "fired", [r.id for r in fired], expect, "fired")
-    _compare(problems, "reason", _entry_reason(policy, record, fired), expect, "reason")
+    reason = _entry_reason(policy, record, fired) or (findings[0] if findings else "")
+    _compare(problems, "reason", reason, expect, "reason")
+    _compare(problems, "findings", findings, expect, "findings")
     advisories = [rule_reason(r, record).message for r in fired if r.effect == "advise"]
     _compare(problems, "advisories", advisories, expect, "advisories")
     _compare(problems, "points", sum(r.points for r in fired if r.effect == "score"), expect, "points")

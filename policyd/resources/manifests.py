@@ -12,11 +12,13 @@ import yaml
 from policyd.errors import InvalidInput
 from policyd.resources import fields as f
 from policyd.resources.objects import (
+    ACCELERATOR_CLASS_KIND,
     ISVC_KIND,
     MODEL_KINDS,
     NAMESPACED_KINDS,
     PIPELINE_COMPONENTS,
     RUNTIME_KINDS,
+    AcceleratorClass,
     BaseModel,
     Entry,
     InferenceService,
@@ -39,7 +41,8 @@ DEFAULT_NAMESPACE = "default"  # where a namespaced manifest without metadata.na
 ACCELERATOR_CLASS_ANNOTATION = "ome.io/accelerator-class"
 # libyaml's safe loader when the platform has it: catalogs and rule reloads parse a lot of YAML.
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-Resource = BaseModel | ServingRuntime | InferenceService
+Resource = BaseModel | ServingRuntime | InferenceService | AcceleratorClass
+KINDS = (*MODEL_KINDS, *RUNTIME_KINDS, ISVC_KIND, ACCELERATOR_CLASS_KIND)
 
 
 def load_yaml(text: str, source: str = "input") -> list[Any]:
@@ -85,7 +88,9 @@ def parse_object(doc: Mapping[str, Any]) -> Resource:
         return parse_runtime(doc)
     if kind == ISVC_KIND:
         return parse_inference_service(doc)
-    raise InvalidInput("kind", f"unknown kind {kind!r} (one of {', '.join((*MODEL_KINDS, *RUNTIME_KINDS, ISVC_KIND))})")
+    if kind == ACCELERATOR_CLASS_KIND:
+        return parse_accelerator_class(doc)
+    raise InvalidInput("kind", f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
 
 
 def is_ome_object(doc: Mapping[str, Any]) -> bool:
@@ -330,4 +335,17 @@ def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
         accelerator_classes=tuple(dict.fromkeys(c for c in classes if c)),
         scaling_mode=_scaling_mode(spec, "spec.scalingPolicy"),
         raw=doc,
+        digest=content_digest(doc),
+    )
+
+
+def parse_accelerator_class(doc: Mapping[str, Any]) -> AcceleratorClass:
+    check_api_version(doc, ACCELERATOR_CLASS_KIND)
+    spec = f.obj(doc, "spec", "spec") or {}
+    return AcceleratorClass(
+        meta=_meta(doc, namespaced=False),
+        vendor=f.string(spec, "vendor", "spec.vendor"),
+        family=f.string(spec, "family", "spec.family"),
+        raw=doc,
+        digest=content_digest(doc),
     )

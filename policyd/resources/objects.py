@@ -11,7 +11,9 @@ from policyd.semantics.versions import Version
 MODEL_KINDS = ("ClusterBaseModel", "BaseModel")
 RUNTIME_KINDS = ("ClusterServingRuntime", "ServingRuntime")
 ISVC_KIND = "InferenceService"
-NAMESPACED_KINDS = ("BaseModel", "ServingRuntime")  # the Cluster* kinds live at cluster scope
+ACCELERATOR_CLASS_KIND = "AcceleratorClass"
+# the Cluster* kinds and AcceleratorClass live at cluster scope
+NAMESPACED_KINDS = ("BaseModel", "ServingRuntime", ISVC_KIND)
 PIPELINE_COMPONENTS = ("scheduler", "textEncoder", "tokenizer", "transformer", "vae")
 
 
@@ -137,3 +139,17 @@ class InferenceService:
     accelerator_classes: tuple[str, ...]
     scaling_mode: str  # as ServingRuntime.scaling_mode
     raw: Mapping[str, Any]
+    digest: str = ""  # of the whole manifest, for catalog revisions (the catalog holds InferenceServices too)
+    kind: str = ISVC_KIND
+
+
+@dataclass(frozen=True)
+class AcceleratorClass:
+    """An AcceleratorClass: only its name is read (which classes the catalog defines)."""
+
+    meta: Meta
+    vendor: str
+    family: str
+    raw: Mapping[str, Any]
+    digest: str
+    kind: str = ACCELERATOR_CLASS_KIND

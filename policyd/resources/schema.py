@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from policyd.resources.objects import ISVC_KIND, MODEL_KINDS, PIPELINE_COMPONENTS, RUNTIME_KINDS
+from policyd.resources.objects import ACCELERATOR_CLASS_KIND, ISVC_KIND, MODEL_KINDS, PIPELINE_COMPONENTS, RUNTIME_KINDS
 
 
 class _Open:
@@ -149,6 +149,11 @@ ISVC_SPEC: Fields = {
     "runtime": _all_open("apiGroup", "autoSync", "kind", "name", "revision"),
 }
 
+# policyd reads an AcceleratorClass's name (and shows vendor and family); the rest is the cluster's
+ACCELERATOR_CLASS_SPEC: Fields = _all_open(
+    "capabilities", "cost", "discovery", "family", "integration", "model", "resources", "vendor"
+)
+
 
 def _object(spec: Fields) -> Fields:
     return {"apiVersion": OPEN, "kind": OPEN, "metadata": OBJECT_META, "spec": spec, "status": OPEN}
@@ -158,6 +163,7 @@ SCHEMAS: Mapping[str, Fields] = {
     **{kind: _object(MODEL_SPEC) for kind in MODEL_KINDS},
     **{kind: _object(RUNTIME_SPEC) for kind in RUNTIME_KINDS},
     ISVC_KIND: _object(ISVC_SPEC),
+    ACCELERATOR_CLASS_KIND: _object(ACCELERATOR_CLASS_SPEC),
 }
 
 

@@ -150,6 +150,8 @@ def _record_catalog(state: ServingState) -> None:
         obs.CATALOG_SIZE.labels(kind).set(sum(1 for k in catalog.runtimes if k[0] == kind))
     for kind in ("ClusterBaseModel", "BaseModel"):
         obs.CATALOG_SIZE.labels(kind).set(sum(1 for k in catalog.models if k[0] == kind))
+    obs.CATALOG_SIZE.labels("InferenceService").set(len(catalog.inference_services))
+    obs.CATALOG_SIZE.labels("AcceleratorClass").set(len(catalog.accelerator_classes))
     obs.CATALOG_ERRORS.set(len(state.catalog_errors))
 
 

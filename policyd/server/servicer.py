@@ -7,15 +7,14 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import Message
 
 from policyd import metadata
-from policyd.catalog.snapshot import Catalog, CatalogObject, Key, make_key
+from policyd.catalog.snapshot import Catalog
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
@@ -23,81 +22,41 @@ from policyd.decision import orchestrator as decide
 from policyd.decision.lookup import check_lookup
 from policyd.errors import InvalidInput
 from policyd.policy.revision import Revision
-from policyd.resources.manifests import parse_inference_service, parse_object
-from policyd.resources.objects import MODEL_KINDS, RUNTIME_KINDS, InferenceService, ModelRef, ServingRuntime
-from policyd.resources.proto import isvc_manifest, object_manifest, struct_to_dict
+from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef, ServingRuntime
+from policyd.resources.proto import object_manifest, struct_to_dict
 from policyd.server import observability as obs
 from policyd.server import responses
 from policyd.server.fieldcheck import FieldCheck, mode_of
+from policyd.server.requests import ISVC_FIELD, catalog_keys, catalog_object, object_key, parse_isvc, under
 from policyd.server.rpc_errors import invalid_argument, warning_trailers
 from policyd.server.state import CacheKey, Change, ServingState
+from policyd.server.whatif import WhatIf
 
 log = logging.getLogger("policyd.rpc")
 Resp = TypeVar("Resp", bound=Message)
 CACHEABLE = frozenset({"Select", "Explain", "Resolve", "Effective"})
 
 
-ISVC_FIELD = "inference_service"
-
-
-@contextmanager
-def under(prefix: str) -> Iterator[None]:
-    """Name fields of a nested object from the request's root."""
-    try:
-        yield
-    except InvalidInput as err:
-        raise err.under(prefix) from None
-
-
-def _parse_isvc(value: rpb.InferenceServiceInput, fields: FieldCheck) -> InferenceService:
-    manifest = isvc_manifest(value, ISVC_FIELD)
-    with under(ISVC_FIELD):
-        parsed = parse_inference_service(manifest)
-    fields.manifest(manifest, ISVC_FIELD, subject=True)
-    return parsed
-
-
-def catalog_object(obj: rpb.Object, field: str, fields: FieldCheck) -> CatalogObject:
-    manifest = object_manifest(obj, field)
-    with under(field):
-        parsed = parse_object(manifest)
-    if isinstance(parsed, InferenceService):
-        raise InvalidInput(f"{field}.kind", "an InferenceService is not a catalog object")
-    fields.manifest(manifest, field)
-    return parsed
-
-
 def _request_catalog(base: Catalog, value: pb.RequestCatalog, fields: FieldCheck) -> Catalog:
     objects = [catalog_object(o, f"catalog.objects[{i}]", fields) for i, o in enumerate(value.objects)]
+    for i, obj in enumerate(objects):
+        if isinstance(obj, InferenceService):
+            # the catalog keeps InferenceServices for what-if; a decision reads only its own subject
+            raise InvalidInput(
+                f"catalog.objects[{i}].kind", "an InferenceService is the request's subject, not one of its objects"
+            )
     return base.overlay(objects, value.isolated)
 
 
-def _keys(keys: Sequence[pb.ObjectKey]) -> list[Key]:
-    out = []
-    for i, k in enumerate(keys):
-        if k.kind not in (*MODEL_KINDS, *RUNTIME_KINDS):
-            raise InvalidInput(
-                f"keys[{i}].kind", f"unknown kind {k.kind!r} (one of {', '.join((*MODEL_KINDS, *RUNTIME_KINDS))})"
-            )
-        if not k.name:
-            raise InvalidInput(f"keys[{i}].name", "is required")
-        out.append(make_key(k.kind, k.namespace, k.name))
-    return out
-
-
-def _object_key(key: Key) -> pb.ObjectKey:
-    kind, namespace, name = key
-    return pb.ObjectKey(kind=kind, namespace=namespace, name=name)
-
-
-def _change(change: Change) -> pb.ObjectChange:
-    return pb.ObjectChange(key=_object_key(change.key), action=change.action, overrides_file=change.file)
+def object_change(change: Change) -> pb.ObjectChange:
+    return pb.ObjectChange(key=object_key(change.key), action=change.action, overrides_file=change.file)
 
 
 class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def __init__(self, state: ServingState, decisions: obs.DecisionLog) -> None:
         self.state = state
         self.decisions = decisions
+        self.whatif = WhatIf(state)
 
     # -- plumbing -------------------------------------------------------------------------
     def _serve(
@@ -173,7 +132,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def _select(
         self, request: pb.SelectRequest, revision: Revision, base: Catalog, fields: FieldCheck
     ) -> pb.SelectResponse:
-        isvc = _parse_isvc(request.inference_service, fields)
+        isvc = parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
             result = decide.select(catalog, isvc, revision)
@@ -195,7 +154,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         catalog = _request_catalog(base, request.catalog, fields)
         which = request.WhichOneof("subject")
         if which == "inference_service":
-            isvc = _parse_isvc(request.inference_service, fields)
+            isvc = parse_isvc(request.inference_service, fields)
             with under(ISVC_FIELD):
                 explanation = decide.explain_isvc(catalog, isvc, revision)
         elif which == "model":
@@ -225,7 +184,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self, request: pb.ResolveRequest, revision: Revision, base: Catalog, fields: FieldCheck
     ) -> pb.ResolveResponse:
         lookup = check_lookup(request.lookup)
-        isvc = _parse_isvc(request.inference_service, fields)
+        isvc = parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
             result = decide.resolve(catalog, isvc, revision, lookup)
@@ -252,7 +211,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self, request: pb.EffectiveRequest, revision: Revision, base: Catalog, fields: FieldCheck
     ) -> pb.EffectiveResponse:
         lookup = check_lookup(request.lookup)
-        isvc = _parse_isvc(request.inference_service, fields)
+        isvc = parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
             result = decide.effective(catalog, isvc, revision, lookup)
@@ -310,7 +269,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             catalog_revision=updated.revision,
             runtimes=len(updated.runtimes),
             models=len(updated.models),
-            changes=[_change(c) for c in changes],
+            changes=[object_change(c) for c in changes],
+            inference_services=len(updated.inference_services),
+            accelerator_classes=len(updated.accelerator_classes),
         )
 
     def DeleteObjects(
@@ -321,11 +282,11 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def _delete(
         self, request: pb.DeleteObjectsRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
     ) -> pb.DeleteObjectsResponse:
-        updated, changes = self.state.delete(_keys(request.keys))
+        updated, changes = self.state.delete(catalog_keys(request.keys))
         return pb.DeleteObjectsResponse(
             catalog_revision=updated.revision,
             deleted=sum(1 for c in changes if c.action == "deleted"),
-            changes=[_change(c) for c in changes],
+            changes=[object_change(c) for c in changes],
         )
 
     def GetObjects(self, request: pb.GetObjectsRequest, context: grpc.ServicerContext) -> pb.GetObjectsResponse:
@@ -335,8 +296,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self, request: pb.GetObjectsRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
     ) -> pb.GetObjectsResponse:
         found = []
-        for key in _keys(request.keys):
-            obj = catalog.runtimes.get(key) or catalog.models.get(key)
+        for key in catalog_keys(request.keys):
+            obj = catalog.get(key)
             found.append(rpb.Object(manifest=json.dumps(obj.raw)) if obj is not None else rpb.Object())
         return pb.GetObjectsResponse(objects=found, catalog_revision=catalog.revision)
 
@@ -360,9 +321,18 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             ),
             runtimes=len(catalog.runtimes),
             models=len(catalog.models),
+            inference_services=len(catalog.inference_services),
+            accelerator_classes=len(catalog.accelerator_classes),
             catalog_errors=self.state.catalog_errors,
             overrides=[
-                pb.CatalogOverride(key=_object_key(key), action=o.action, at_unix_seconds=o.at, file=file)
+                pb.CatalogOverride(key=object_key(key), action=o.action, at_unix_seconds=o.at, file=file)
                 for key, o, file in self.state.overrides()
             ],
         )
+
+    # -- what-if (reads: nothing is applied) ----------------------------------------------
+    def Simulate(self, request: pb.SimulateRequest, context: grpc.ServicerContext) -> pb.SimulateResponse:
+        return self._serve("Simulate", request, context, self.whatif.simulate)
+
+    def Lint(self, request: pb.LintRequest, context: grpc.ServicerContext) -> pb.LintResponse:
+        return self._serve("Lint", request, context, self.whatif.lint)

@@ -194,7 +194,7 @@ class ServingState:
         deleted, in one step (what a controller's audit of the cluster sends)."""
         with self._lock:
             keep = {key_of(o) for o in objects}
-            gone = [k for k in (*self.catalog.runtimes, *self.catalog.models) if k not in keep]
+            gone = [k for k in map(key_of, self.catalog.objects()) if k not in keep]
             changes = self._apply(objects) + self._delete(gone)
             self._publish()
             return self.catalog, changes
@@ -202,7 +202,7 @@ class ServingState:
     def _apply(self, objects: list[CatalogObject]) -> list[Change]:
         """Callers hold the lock and publish."""
         changes = []
-        served: dict[Key, CatalogObject] = {**self.catalog.runtimes, **self.catalog.models}
+        served: dict[Key, CatalogObject] = {key_of(o): o for o in self.catalog.objects()}
         for obj in objects:
             key = key_of(obj)
             current = served.get(key)
@@ -216,7 +216,7 @@ class ServingState:
     def _delete(self, keys: list[Key]) -> list[Change]:
         """Callers hold the lock and publish."""
         changes = []
-        served = {*self.catalog.runtimes, *self.catalog.models}
+        served = {key_of(o) for o in self.catalog.objects()}
         for key in keys:
             present = key in served
             if present:

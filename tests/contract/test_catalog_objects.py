@@ -131,9 +131,10 @@ def test_a_refused_apply_applies_nothing(fresh: Harness) -> None:
     assert status.revisions.catalog_revision == before
 
 
-def test_apply_refuses_an_inference_service(fresh: Harness) -> None:
-    result = fresh.call("ApplyObjects", pb.ApplyObjectsRequest(objects=[manifest_object(isvc_manifest())]))
-    assert_invalid(result, "objects[0].kind")
+def test_apply_refuses_a_malformed_inference_service(fresh: Harness) -> None:
+    # the catalog keeps InferenceServices (what-if decides them), parsed as any other object
+    result = fresh.call("ApplyObjects", pb.ApplyObjectsRequest(objects=[manifest_object(isvc_manifest(model={}))]))
+    assert_invalid(result, "objects[0].spec.model.name")
 
 
 def test_apply_refuses_a_bad_version(fresh: Harness) -> None:

@@ -223,6 +223,8 @@ def test_status_table_has_readable_times(daemon: str) -> None:
         "CATALOG",
         "RUNTIMES",
         "MODELS",
+        "ISVCS",
+        "ACCELERATORS",
         "ERRORS",
         "OVERRIDES",
         "LAST RELOAD",

@@ -15,7 +15,7 @@ from testkit.shared import SHARED as SHARED
 from policyd.catalog.snapshot import Catalog
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_object
-from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
+from policyd.resources.objects import AcceleratorClass, BaseModel, InferenceService, ServingRuntime
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "rules"
@@ -178,10 +178,8 @@ def catalog(*docs: dict[str, Any]) -> Catalog:
     return Catalog.of([parsed(d) for d in docs])
 
 
-def parsed(doc: dict[str, Any]) -> BaseModel | ServingRuntime:
-    obj = parse_object(doc)
-    assert not isinstance(obj, InferenceService)
-    return obj
+def parsed(doc: dict[str, Any]) -> BaseModel | ServingRuntime | InferenceService | AcceleratorClass:
+    return parse_object(doc)
 
 
 def parsed_isvc(doc: dict[str, Any]) -> InferenceService:

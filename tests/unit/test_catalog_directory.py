@@ -29,7 +29,7 @@ def mixed_directory(root: Path) -> dict[str, Path]:
         ),
         "unknown": write(
             root / "classes.yaml",
-            {"apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": "nvidia-l40s"}},
+            {"apiVersion": "ome.io/v1beta1", "kind": "BenchmarkJob", "metadata": {"name": "bench"}},
         ),
         "kustomization": write(
             root / "runtimes" / "kustomization.yaml",
@@ -58,7 +58,7 @@ def test_an_unknown_ome_io_kind_is_reported(tmp_path: Path) -> None:
     loaded = load_directory(tmp_path)
     unknown = [e for e in loaded.errors if e.startswith(str(files["unknown"]))]
     assert len(unknown) == 1
-    assert f"{files['unknown']}: kind: unknown kind 'AcceleratorClass'" in unknown[0]
+    assert f"{files['unknown']}: kind: unknown kind 'BenchmarkJob'" in unknown[0]
 
 
 def test_a_kustomization_and_a_file_that_is_not_yaml_are_ignored(tmp_path: Path) -> None:
@@ -102,12 +102,21 @@ def test_json_manifests_load_too(tmp_path: Path) -> None:
     assert [o.meta.name for o in loaded.objects] == ["srt-json"]
 
 
-def test_an_inference_service_is_not_a_catalog_object(tmp_path: Path) -> None:
-    doc = {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "s"}, "spec": {}}
-    path = write(tmp_path / "isvc.yaml", doc)
+def test_the_catalog_keeps_inference_services_and_accelerator_classes(tmp_path: Path) -> None:
+    isvc = {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "s"},
+        "spec": {"model": {"name": "m"}},
+    }
+    accelerator = {"apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": "nvidia-h100"}}
+    write(tmp_path / "isvc.yaml", isvc, accelerator)
     loaded = load_directory(tmp_path)
-    assert loaded.objects == []
-    assert loaded.errors == [f"{path}: kind: an InferenceService is not a catalog object"]
+    assert loaded.errors == []
+    catalog = Catalog.of(loaded.objects)
+    assert list(catalog.inference_services) == [("InferenceService", "default", "s")]
+    assert list(catalog.accelerator_classes) == [("AcceleratorClass", "", "nvidia-h100")]
+    assert catalog.runtimes == {} and catalog.models == {}
 
 
 def test_a_missing_directory_is_an_error_not_an_exception(tmp_path: Path) -> None:

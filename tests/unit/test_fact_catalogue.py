@@ -1,17 +1,30 @@
-"""The fact catalogue is declared once (policyd/facts/fields.py): every record derivation makes
-carries exactly the fields declared for its scope — none derived but undeclared, none declared
-but never derived — and the neutral records pass every bundled rule."""
+"""The fact catalogue is declared once (policyd/facts/fields.py): every record derivation makes —
+a request's and the lint scopes' records of a catalog alike — carries exactly the fields declared
+for its scope — none derived but undeclared, none declared but never derived — and the neutral
+records pass every bundled rule."""
 
 from __future__ import annotations
 
 import pytest
 
 from policyd.facts.derive import Subject, component_records, entry_facts, runtime_record, subject_record
-from policyd.facts.fields import COMPONENT, ENTRY, FIELDS, MODEL, REQUEST, RUNTIME, SCOPES, fields_of, neutral_record
+from policyd.facts.fields import (
+    COMPONENT,
+    ENTRY,
+    FIELDS,
+    LINT_SCOPES,
+    MODEL,
+    REQUEST,
+    RUNTIME,
+    SCOPES,
+    fields_of,
+    neutral_record,
+)
 from policyd.policy.model import DECIDING
 from policyd.resources.manifests import parse_model, parse_runtime
+from policyd.whatif.lint_facts import lint_records
 
-from .builders import default_revision, entry, isvc, model, parsed_isvc, runtime
+from .builders import catalog, default_revision, entry, isvc, model, parsed_isvc, runtime
 
 SCORING = default_revision().policy.scoring
 
@@ -24,15 +37,20 @@ def _records() -> dict[str, dict[str, object]]:
     base = subject_record(subject)
     entries = entry_facts(base_model, rt, SCORING)
     record = runtime_record(subject, base, rt, entries, SCORING, named=False)
+    accelerator = {"apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": "nvidia-h100"}}
+    lint, _ = lint_records(
+        catalog(model(), runtime("a", classes=["nvidia-h100"]), runtime("b"), accelerator), default_revision()
+    )
     return {
         REQUEST: base,
         RUNTIME: record,
         ENTRY: {**record, **entries[0]},
         COMPONENT: component_records(record, request, rt)[0],
+        **{scope: next(r.record for r in lint if r.scope == scope) for scope in LINT_SCOPES},
     }
 
 
-@pytest.mark.parametrize("scope", [REQUEST, RUNTIME, ENTRY, COMPONENT])
+@pytest.mark.parametrize("scope", [REQUEST, RUNTIME, ENTRY, COMPONENT, *LINT_SCOPES])
 def test_derived_records_carry_exactly_the_declared_fields_of_their_scope(scope: str) -> None:
     derived = set(_records()[scope])
     declared = set(fields_of(scope))

@@ -69,10 +69,10 @@ def test_a_bad_model_framework_version_names_its_path() -> None:
 
 
 def test_an_unknown_kind_names_kind() -> None:
-    doc = {"apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": "x"}}
+    doc = {"apiVersion": "ome.io/v1beta1", "kind": "BenchmarkJob", "metadata": {"name": "x"}}
     err = error_of(doc)
     assert err.field == "kind"
-    assert "'AcceleratorClass'" in err.message
+    assert "'BenchmarkJob'" in err.message
 
 
 def test_a_missing_kind_names_kind() -> None:

@@ -43,6 +43,7 @@ def make_rule(when: dict[str, Any], rule_id: str = "r", order: int = 1, effect: 
         advisory="",
         points=0,
         overrides=(),
+        severity="",
         tests=(),
         source="test",
         line=1,

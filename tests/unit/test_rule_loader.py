@@ -361,6 +361,48 @@ def test_points_go_with_score_rules_only(tmp_path: Path) -> None:
     assert load_error(directory).reason == "points is required with effect score and allowed only there"
 
 
+def test_a_finding_has_a_severity_and_only_a_finding_has_one(tmp_path: Path) -> None:
+    directory = copy_rules(tmp_path)
+    append_rule(directory / "70-lint.yaml", rule_text(applies_to="lint_runtime", effect="finding"))
+    assert load_error(directory).reason == "severity is required with effect finding and allowed only there"
+    directory = copy_rules(tmp_path / "again")
+    append_rule(directory / "10-runtime.yaml", rule_text() + "    severity: warning\n")
+    assert load_error(directory).reason == "severity is required with effect finding and allowed only there"
+
+
+def test_lint_rules_only_report_and_other_scopes_never_do(tmp_path: Path) -> None:
+    directory = copy_rules(tmp_path)
+    append_rule(directory / "70-lint.yaml", rule_text(applies_to="lint_model", when="{lint_model_selectable: 0}"))
+    assert (
+        load_error(directory).reason == "a rule that applies to lint_model takes effect finding or allow, not exclude"
+    )
+    directory = copy_rules(tmp_path / "again")
+    append_rule(directory / "10-runtime.yaml", rule_text(effect="finding") + "    severity: info\n")
+    assert load_error(directory).reason.startswith("a rule that applies to runtime takes effect refuse or exclude")
+
+
+def test_a_lint_rule_tests_what_the_runtime_is_not_what_a_request_makes_of_it(tmp_path: Path) -> None:
+    # lint records describe a runtime and its entries alone: no model was matched against them
+    directory = copy_rules(tmp_path)
+    rule = rule_text(applies_to="lint_entry", effect="finding", when="{format_name_match: false}")
+    append_rule(directory / "70-lint.yaml", rule + "    severity: info\n")
+    assert load_error(directory).reason == (
+        "applies to lint_entry but tests format_name_match, which lint_entry records do not carry"
+    )
+
+
+def test_a_lint_rule_test_checks_the_severity(tmp_path: Path) -> None:
+    directory = copy_rules(tmp_path)
+    replace(
+        directory / "70-lint.yaml",
+        "          rule: ambiguous-tie\n          severity: warning",
+        "          rule: ambiguous-tie\n          severity: error",
+    )
+    err = build_error(directory)
+    assert err.rule_id == "ambiguous-tie"
+    assert "severity 'warning', expected 'error'" in err.reason
+
+
 def test_only_yaml_files_at_the_top_of_the_directory_are_rules(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
     (directory / "README.md").write_text("not: [a rule file\n")
