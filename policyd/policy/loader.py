@@ -31,9 +31,11 @@ from policyd.policy.model import (
     RuleTest,
     Scoring,
 )
-from policyd.resources.manifests import SAFE_LOADER
+from policyd.errors import InvalidInput
+from policyd.resources import safe_yaml
 
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
+MAX_RULE_FILE_BYTES = 16 << 20
 # package data: policyd/rules links to the checkout's rules/, and a wheel ships them there
 BUNDLED_RULES = (Path(__file__).resolve().parents[1] / "rules").resolve()
 SETTINGS = ("messages", "kinds", "scoring", "ranking", "selection")
@@ -71,7 +73,7 @@ def schema() -> dict[str, Any]:
 
 def _item_lines(text: str) -> dict[str, list[int]]:
     """1-based line of each item of the top-level ``rules`` and ``groups`` lists."""
-    node = yaml.compose(text, Loader=SAFE_LOADER)
+    node = yaml.compose(text, Loader=safe_yaml.BASE_LOADER)
     if not isinstance(node, yaml.MappingNode):
         return {}
     return {
@@ -85,14 +87,27 @@ def rule_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in RULE_FILE_SUFFIXES)
 
 
-def _read(path: Path) -> tuple[dict[str, Any], dict[str, list[int]], str]:
-    text = path.read_text()
+def _text(path: Path) -> str:
     try:
-        doc = yaml.load(text, Loader=SAFE_LOADER)
+        data = path.read_bytes()
+    except OSError as err:
+        raise RuleFileError(str(path), f"cannot read: {err.strerror or err}") from None
+    if len(data) > MAX_RULE_FILE_BYTES:
+        raise RuleFileError(str(path), f"is {len(data):,} bytes, more than the limit of {MAX_RULE_FILE_BYTES:,}")
+    try:
+        return data.decode()
+    except UnicodeDecodeError as err:
+        raise RuleFileError(str(path), f"not UTF-8: byte {data[err.start]:#04x} at offset {err.start}") from None
+
+
+def _read(path: Path) -> tuple[dict[str, Any], dict[str, list[int]], str]:
+    text = _text(path)
+    try:
+        doc = safe_yaml.load_one(text, "")  # limits first: the line numbers below compose the text again
         lines = _item_lines(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise RuleFileError(str(path), f"not valid YAML: {err}", line=mark.line + 1 if mark else 0) from None
+    except InvalidInput as err:
+        line = err.line if isinstance(err, safe_yaml.YamlRefused) else 0
+        raise RuleFileError(str(path), str(err), line=line) from None
     doc = {} if doc is None else doc
     validator = jsonschema.Draft202012Validator(schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))

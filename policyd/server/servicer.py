@@ -284,8 +284,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         if which not in ("model_index", "config"):
             raise InvalidInput("file", "is required: set model_index or config")
         inspect = metadata.inspect_model_index if which == "model_index" else metadata.inspect_config
+        data = struct_to_dict(getattr(request, which), which)
         try:
-            spec = inspect(struct_to_dict(getattr(request, which)), base)
+            spec = inspect(data, base)
         except InvalidInput as err:
             # the metadata module names the base model as a manifest does; the request calls it base_model
             if err.field.startswith("baseModel"):
