@@ -8,13 +8,18 @@ import signal
 import socket
 import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from policyd.tls import is_loopback
+
+DEFAULT_GRACE = 20.0  # seconds for calls in progress at SIGTERM (Kubernetes waits 30 before SIGKILL)
+IDLE_CONNECTION_SECONDS = 300  # a connection without calls for this long is closed (clients reconnect)
 
 
 class ListenError(ValueError):
@@ -49,10 +54,38 @@ def parse_listen(text: str) -> Listen:
     return Listen(text, host=host.removeprefix("[").removesuffix("]"), port=int(port_text))
 
 
-def new_server(workers: int) -> grpc.Server:
-    # gRPC sets SO_REUSEPORT by default, so a second process on a busy port would bind it too
-    # and the two would share the traffic; an operator expects "address already in use".
-    return grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=[("grpc.so_reuseport", 0)])
+def new_server(
+    workers: int,
+    max_message_bytes: int = 16 << 20,
+    max_concurrent: int | None = None,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+) -> grpc.Server:
+    """A server with its limits: a larger request is RESOURCE_EXHAUSTED (gRPC's check), and so is a
+    call beyond ``max_concurrent`` in progress or queued."""
+    options = [
+        # gRPC sets SO_REUSEPORT by default, so a second process on a busy port would bind it too
+        # and the two would share the traffic; an operator expects "address already in use".
+        ("grpc.so_reuseport", 0),
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_connection_idle_ms", IDLE_CONNECTION_SECONDS * 1000),
+    ]
+    return grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers),
+        options=options,
+        interceptors=list(interceptors),
+        maximum_concurrent_rpcs=max_concurrent,
+    )
+
+
+def check_exposure(listen: Listen, tls: bool, insecure: bool) -> None:
+    """Plaintext only where nobody else can listen in: loopback or a unix socket, unless ``--insecure``."""
+    if tls or insecure or listen.unix or is_loopback(listen.host):
+        return
+    raise ListenError(
+        f"{listen.text}: plaintext beyond this machine; serve TLS (--tls-cert and --tls-key), listen on "
+        "loopback or a unix socket, or pass --insecure to serve plaintext anyway"
+    )
 
 
 def _check_tcp_free(listen: Listen) -> None:
@@ -88,14 +121,17 @@ def _check_unix_free(listen: Listen) -> None:
     raise ListenError(f"{listen.text}: address already in use")
 
 
-def bind(server: grpc.Server, listen: Listen) -> str:
-    """Bind and give the address actually bound (the real port for ``:0``)."""
+def bind(server: grpc.Server, listen: Listen, credentials: grpc.ServerCredentials | None = None) -> str:
+    """Bind (with TLS given ``credentials``) and give the address actually bound (the real port for ``:0``)."""
     if listen.unix:
         _check_unix_free(listen)
     else:
         _check_tcp_free(listen)
     try:
-        port = server.add_insecure_port(listen.text)
+        if credentials is None:
+            port = server.add_insecure_port(listen.text)
+        else:
+            port = server.add_secure_port(listen.text, credentials)
     except RuntimeError:
         port = 0
     if listen.unix:
@@ -120,12 +156,14 @@ def announce(address: str, ready_file: Path | None) -> None:
         ready_file.write_text(address)
 
 
-def wait_for_stop_signal(server: grpc.Server, health_servicer: health.HealthServicer) -> None:
-    """Serve until SIGTERM or SIGINT, then report NOT_SERVING so clients drain, and stop
-    after in-flight calls finish (up to two seconds)."""
+def wait_for_stop_signal(
+    server: grpc.Server, health_servicer: health.HealthServicer, grace: float = DEFAULT_GRACE
+) -> None:
+    """Serve until SIGTERM or SIGINT, then report NOT_SERVING so clients drain, refuse new calls,
+    and stop once the calls already accepted finish (up to ``grace`` seconds)."""
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
     stopping.wait()
     health_servicer.enter_graceful_shutdown()
-    server.stop(grace=2).wait()
+    server.stop(grace=grace).wait()

@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from policyd.errors import InvalidInput
 from policyd.facts.fields import BOOL, ENTRY, FIELDS, RUNTIME, fields_of
 from policyd.policy import templates
 from policyd.policy.conditions import ConditionError, compile_condition, negate
@@ -31,7 +32,6 @@ from policyd.policy.model import (
     RuleTest,
     Scoring,
 )
-from policyd.errors import InvalidInput
 from policyd.resources import safe_yaml
 
 RULE_FILE_SUFFIXES = (".yaml", ".yml")

@@ -74,7 +74,7 @@ def _values(message: Message, path: str) -> Iterator[tuple[str, float]]:
             for key, item in value.items():
                 if isinstance(item, Message):
                     yield from _values(item, f"{where}.{key}")
-        elif fd.label == fd.LABEL_REPEATED:
+        elif fd.is_repeated:
             for i, item in enumerate(value):
                 yield from _values(item, f"{where}[{i}]")
         else:

@@ -58,7 +58,8 @@ def _unsupported(what: str) -> Any:
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _int)
 _Loader.add_constructor(_TIMESTAMP, lambda loader, node: str(node.value))
-for _tag, _what in (("binary", "binary data (!!binary)"), ("set", "a set (!!set)"), ("omap", "!!omap"), ("pairs", "!!pairs")):
+_NOT_JSON = (("binary", "binary data (!!binary)"), ("set", "a set (!!set)"), ("omap", "!!omap"), ("pairs", "!!pairs"))
+for _tag, _what in _NOT_JSON:
     _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _unsupported(_what))
 
 

@@ -10,26 +10,33 @@ from importlib import metadata
 from pathlib import Path
 from typing import NoReturn
 
+import grpc
 from grpc_health.v1 import health
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from policyd.contract import policy_pb2, policy_pb2_grpc
 from policyd.grpc_process import (
+    DEFAULT_GRACE,
     Listen,
     ListenError,
     add_health,
     announce,
     bind,
+    check_exposure,
     new_server,
     parse_listen,
     wait_for_stop_signal,
 )
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.server import observability as obs
+from policyd.server.authz import Authorizer, AuthzError
+from policyd.server.gate import Gate
+from policyd.server.limits import Limits
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.watch import Watcher
+from policyd.tls import ServerTls, TlsError, files_of
 
 log = logging.getLogger("policyd")
 DEFAULT_RULES = BUNDLED_RULES
@@ -119,10 +126,77 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=64,
         help="memory for cached decisions, 0 for no cache (%(default)s)",
     )
+    add_security_flags(p)
+    add_limit_flags(p)
     args = p.parse_args(argv)
-    if args.watch_interval <= 0:
-        p.error(f"argument --watch-interval: must be more than 0, got {args.watch_interval}")
+    for name in ("watch_interval", "call_timeout"):
+        if getattr(args, name) <= 0:
+            p.error(f"argument --{name.replace('_', '-')}: must be more than 0, got {getattr(args, name)}")
+    if args.shutdown_grace < 0:
+        p.error(f"argument --shutdown-grace: must be 0 or more, got {args.shutdown_grace}")
     return args
+
+
+def _seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+
+
+def add_security_flags(p: argparse.ArgumentParser) -> None:
+    """TLS and plaintext exposure, as policyd and the renderer share them."""
+    p.add_argument("--tls-cert", type=Path, help="serve TLS with this PEM certificate (chain), read again on change")
+    p.add_argument("--tls-key", type=Path, help="the certificate's PEM private key")
+    p.add_argument("--tls-client-ca", type=Path, help="require client certificates signed by this PEM CA (mTLS)")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve plaintext on an address beyond loopback (without TLS, only loopback and unix sockets are served)",
+    )
+    p.add_argument(
+        "--shutdown-grace",
+        type=_seconds,
+        default=DEFAULT_GRACE,
+        help="seconds calls in progress get to finish after SIGTERM (%(default)s)",
+    )
+
+
+def add_limit_flags(p: argparse.ArgumentParser) -> None:
+    d = Limits()
+    p.add_argument("--authz", type=Path, help="YAML file of read: and write: client identity lists (see README)")
+    p.add_argument(
+        "--health-listen",
+        type=_listen,
+        help="also serve gRPC health checking alone, plaintext, here (for kubelet probes: host:port)",
+    )
+    p.add_argument("--metrics-host", help="host the metrics endpoint binds (default: the --listen host)")
+    p.add_argument(
+        "--max-message-bytes", type=_at_least(1024), default=d.max_message_bytes, help="largest request (%(default)s)"
+    )
+    p.add_argument(
+        "--max-objects", type=_at_least(1), default=d.max_objects, help="objects or keys in one request (%(default)s)"
+    )
+    p.add_argument(
+        "--max-manifest-bytes", type=_at_least(1024), default=d.max_manifest_bytes, help="one manifest (%(default)s)"
+    )
+    p.add_argument(
+        "--max-concurrent-rpcs",
+        type=_at_least(1),
+        default=d.max_concurrent,
+        help="calls in progress or queued; more are RESOURCE_EXHAUSTED (%(default)s)",
+    )
+    p.add_argument(
+        "--call-timeout",
+        type=_seconds,
+        default=d.call_timeout,
+        help="seconds a call may run, when the client's deadline is later or unset (%(default)s)",
+    )
+    p.add_argument(
+        "--state-dir",
+        type=Path,
+        help="keep the last good rules and the API's catalog changes here, to start from after a restart",
+    )
 
 
 def _record_reload(attempt: ReloadAttempt) -> None:
@@ -153,8 +227,11 @@ def _record_catalog(state: ServingState) -> None:
     obs.CATALOG_ERRORS.set(len(state.catalog_errors))
 
 
-def _metrics_host(listen: Listen) -> str:
-    """The host --listen binds; loopback for a unix socket (nothing else was asked to be reachable)."""
+def _metrics_host(listen: Listen, host: str | None = None) -> str:
+    """--metrics-host, else the host --listen binds; loopback for a unix socket (nothing else was
+    asked to be reachable)."""
+    if host:
+        return host
     return "127.0.0.1" if listen.unix else listen.host
 
 
@@ -162,8 +239,8 @@ class StartError(Exception):
     pass
 
 
-def _start_metrics(port: int, listen: Listen) -> None:
-    host = _metrics_host(listen)
+def _start_metrics(port: int, listen: Listen, metrics_host: str | None) -> None:
+    host = _metrics_host(listen, metrics_host)
     try:
         start_http_server(port, addr=host, registry=obs.REGISTRY)
     except OSError as err:
@@ -199,18 +276,33 @@ def _serve(args: argparse.Namespace) -> int:
     for error in state.catalog_errors:
         print(f"policyd: catalog: {error}", file=sys.stderr)
 
-    server = new_server(args.workers)
-    policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, decisions), server)
+    limits = Limits(
+        args.max_message_bytes, args.max_objects, args.max_manifest_bytes, args.max_concurrent_rpcs, args.call_timeout
+    )
+    credentials = server_credentials(args)
+    try:
+        authorizer = Authorizer(args.authz) if args.authz is not None else None
+    except AuthzError as err:
+        raise StartError(f"--authz: {err}") from None
     service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
+    server = new_server(
+        args.workers, limits.max_message_bytes, limits.max_concurrent, [Gate((service,), limits, authorizer)]
+    )
+    policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, decisions), server)
     health_servicer = add_health(server, [service])
     reflection.enable_server_reflection((service, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    try:
-        address = bind(server, args.listen)
-    except ListenError as err:
-        raise StartError(f"cannot listen on {err}") from None
+    address = listen_on(server, args.listen, credentials, args.insecure)
+    probes = None
+    if args.health_listen is not None:
+        probes = new_server(1, 1 << 16)
+        probe_health = add_health(probes, [service])
+        # health alone: nothing to hide, and kubelet probes speak plaintext
+        listen_on(probes, args.health_listen, None, True)
     if args.metrics_port:
-        _start_metrics(args.metrics_port, args.listen)
+        _start_metrics(args.metrics_port, args.listen, args.metrics_host)
     server.start()
+    if probes is not None:
+        probes.start()
 
     def reload_catalog() -> None:
         state.reload_catalog()
@@ -226,10 +318,30 @@ def _serve(args: argparse.Namespace) -> int:
         extra={"address": address, "rules_revision": state.revision.id, "catalog_revision": state.catalog.revision},
     )
     announce(address, args.ready_file)
-    wait_for_stop_signal(server, health_servicer)
+    wait_for_stop_signal(server, health_servicer, args.shutdown_grace)
+    if probes is not None:
+        probe_health.enter_graceful_shutdown()
+        probes.stop(0)
     for w in watchers:
         w.stop()
     return 0
+
+
+def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | None:
+    """TLS from --tls-cert/--tls-key/--tls-client-ca, or None; StartError when they cannot serve."""
+    try:
+        files = files_of(args.tls_cert, args.tls_key, args.tls_client_ca)
+        return ServerTls(files).credentials() if files is not None else None
+    except TlsError as err:
+        raise StartError(str(err)) from None
+
+
+def listen_on(server: grpc.Server, listen: Listen, credentials: grpc.ServerCredentials | None, insecure: bool) -> str:
+    try:
+        check_exposure(listen, credentials is not None, insecure)
+        return bind(server, listen, credentials)
+    except ListenError as err:
+        raise StartError(f"cannot listen on {err}") from None
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from policyd.resources.proto import isvc_manifest, object_manifest, struct_to_di
 from policyd.server import observability as obs
 from policyd.server import responses
 from policyd.server.fieldcheck import FieldCheck, mode_of
+from policyd.server.limits import DeadlineExceeded, check_deadline
 from policyd.server.rpc_errors import invalid_argument, warning_trailers
 from policyd.server.state import CacheKey, Change, ServingState
 
@@ -58,6 +59,7 @@ def _parse_isvc(value: rpb.InferenceServiceInput, fields: FieldCheck) -> Inferen
 
 
 def catalog_object(obj: rpb.Object, field: str, fields: FieldCheck) -> CatalogObject:
+    check_deadline()
     manifest = object_manifest(obj, field)
     with under(field):
         parsed = parse_object(manifest)
@@ -137,6 +139,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 # what abort_with_status does, in two steps every ServicerContext has
                 context.set_trailing_metadata(status.trailing_metadata)
                 context.abort(status.code, status.details)
+            except DeadlineExceeded:
+                code = grpc.StatusCode.DEADLINE_EXCEEDED
+                context.abort(code, "the call ran past its deadline (the client's, or --call-timeout)")
             except Exception:
                 code = grpc.StatusCode.INTERNAL
                 log.exception("internal error", extra={"rpc": rpc, "request_id": request_id})
