@@ -3,6 +3,7 @@ binding to host:port or a unix socket, announcing readiness, stopping on a signa
 
 from __future__ import annotations
 
+import argparse
 import errno
 import signal
 import socket
@@ -52,6 +53,31 @@ def parse_listen(text: str) -> Listen:
     if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
         raise ListenError(f"{text!r}: port must be a number from 0 to 65535")
     return Listen(text, host=host.removeprefix("[").removesuffix("]"), port=int(port_text))
+
+
+def seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+
+
+def add_security_flags(p: argparse.ArgumentParser) -> None:
+    """TLS and plaintext exposure, as policyd and the renderer share them."""
+    p.add_argument("--tls-cert", type=Path, help="serve TLS with this PEM certificate (chain), read again on change")
+    p.add_argument("--tls-key", type=Path, help="the certificate's PEM private key")
+    p.add_argument("--tls-client-ca", type=Path, help="require client certificates signed by this PEM CA (mTLS)")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve plaintext on an address beyond loopback (without TLS, only loopback and unix sockets are served)",
+    )
+    p.add_argument(
+        "--shutdown-grace",
+        type=seconds,
+        default=DEFAULT_GRACE,
+        help="seconds calls in progress get to finish after SIGTERM (%(default)s)",
+    )
 
 
 def new_server(

@@ -14,6 +14,7 @@ from typing import Any
 
 import grpc
 
+from clients import tls
 from clients.controller.catalog_sync import CATALOG_KINDS, CatalogSync
 from clients.controller.cluster import Cluster, Controller
 from clients.controller.kube import KubernetesCluster, connect
@@ -58,11 +59,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policyd", default="127.0.0.1:50051", help="policyd address")
     p.add_argument("--renderer", default="unix:/tmp/policy-render.sock", help="renderer sidecar address")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
+    tls.add_flags(p)  # for both connections, when they are host:port
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     cluster = KubernetesCluster(connect(args.kubeconfig))
-    policy = policy_pb2_grpc.PolicyServiceStub(grpc.insecure_channel(args.policyd))
-    renderer = render_pb2_grpc.RendererServiceStub(grpc.insecure_channel(args.renderer))
+    connection = tls.of(args)
+    try:
+        policy = policy_pb2_grpc.PolicyServiceStub(connection.channel(args.policyd))
+        renderer = render_pb2_grpc.RendererServiceStub(connection.channel(args.renderer))
+    except tls.TlsFlagError as err:
+        print(f"policy-controller: {err}", file=sys.stderr)
+        return 2
     run(Controller(cluster, CatalogSync(policy), Reconciler(policy, renderer)), cluster)
     return 0
 

@@ -14,6 +14,7 @@ import grpc
 import yaml
 from google.protobuf import json_format
 
+from clients import tls
 from clients.decision import decide, from_catalog, placed_on, render_request
 from clients.policyctl import inputs
 from clients.policyctl.connection import Caller, as_objects, renderer_stub
@@ -28,7 +29,7 @@ class UsageError(Exception):
 
 
 def caller(args: argparse.Namespace) -> Caller:
-    return Caller(args.address, args.validate)
+    return Caller(args.address, args.validate, tls.of(args))
 
 
 def _subject(args: argparse.Namespace) -> tuple[dict[str, Any], list[inputs.Document]]:
@@ -261,11 +262,11 @@ def render(args: argparse.Namespace) -> Result:
 
     request = render_request(decision, manifests, placed_on(args.accelerator_class))
     try:
-        reply = renderer_stub(args.renderer).Render(request)
+        reply = renderer_stub(args.renderer, tls.of(args)).Render(request)
     except grpc.RpcError as err:
         if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAVAILABLE:
             raise inputs.InputError(
-                f"cannot reach the renderer at {args.renderer} (start it with `policy-render`)"
+                f"cannot reach the renderer at {args.renderer}: UNAVAILABLE (start it with `policy-render`)"
             ) from None
         raise
     objects = [json.loads(o) for o in reply.objects]

@@ -76,9 +76,7 @@ def check_request(message: Message, limits: Limits, path: str = "") -> None:
         where = _field(path, fd.name)
         if fd.is_repeated and not fd.message_type.GetOptions().map_entry:
             if len(value) > limits.max_objects:
-                raise LimitExceeded(
-                    where, f"{len(value):,} items are more than the limit of {limits.max_objects:,}"
-                )
+                raise LimitExceeded(where, f"{len(value):,} items are more than the limit of {limits.max_objects:,}")
             if fd.message_type.full_name == rpb.Object.DESCRIPTOR.full_name:
                 for i, item in enumerate(value):
                     _check_object(item, f"{where}[{i}]", limits)

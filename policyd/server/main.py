@@ -17,15 +17,16 @@ from prometheus_client import start_http_server
 
 from policyd.contract import policy_pb2, policy_pb2_grpc
 from policyd.grpc_process import (
-    DEFAULT_GRACE,
     Listen,
     ListenError,
     add_health,
+    add_security_flags,
     announce,
     bind,
     check_exposure,
     new_server,
     parse_listen,
+    seconds,
     wait_for_stop_signal,
 )
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError
@@ -137,31 +138,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _seconds(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-
-
-def add_security_flags(p: argparse.ArgumentParser) -> None:
-    """TLS and plaintext exposure, as policyd and the renderer share them."""
-    p.add_argument("--tls-cert", type=Path, help="serve TLS with this PEM certificate (chain), read again on change")
-    p.add_argument("--tls-key", type=Path, help="the certificate's PEM private key")
-    p.add_argument("--tls-client-ca", type=Path, help="require client certificates signed by this PEM CA (mTLS)")
-    p.add_argument(
-        "--insecure",
-        action="store_true",
-        help="serve plaintext on an address beyond loopback (without TLS, only loopback and unix sockets are served)",
-    )
-    p.add_argument(
-        "--shutdown-grace",
-        type=_seconds,
-        default=DEFAULT_GRACE,
-        help="seconds calls in progress get to finish after SIGTERM (%(default)s)",
-    )
-
-
 def add_limit_flags(p: argparse.ArgumentParser) -> None:
     d = Limits()
     p.add_argument("--authz", type=Path, help="YAML file of read: and write: client identity lists (see README)")
@@ -188,7 +164,7 @@ def add_limit_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--call-timeout",
-        type=_seconds,
+        type=seconds,
         default=d.call_timeout,
         help="seconds a call may run, when the client's deadline is later or unset (%(default)s)",
     )
