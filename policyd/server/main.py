@@ -200,7 +200,8 @@ def _record_catalog(state: ServingState) -> None:
         obs.CATALOG_SIZE.labels(kind).set(sum(1 for k in catalog.runtimes if k[0] == kind))
     for kind in ("ClusterBaseModel", "BaseModel"):
         obs.CATALOG_SIZE.labels(kind).set(sum(1 for k in catalog.models if k[0] == kind))
-    obs.CATALOG_ERRORS.set(len(state.catalog_errors))
+    obs.CATALOG_ERRORS.set(len(state.catalog_errors) - len(state.catalog_faults))
+    obs.CATALOG_FAULTS.set(len(state.catalog_faults))
 
 
 def _metrics_host(listen: Listen, host: str | None = None) -> str:
@@ -249,6 +250,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise StartError(f"rules refused: {err}") from None
     _record_reload(state.last_attempt)
     _record_catalog(state)
+    state.on_catalog = lambda: _record_catalog(state)
     for error in state.catalog_errors:
         print(f"policyd: catalog: {error}", file=sys.stderr)
 
@@ -280,13 +282,9 @@ def _serve(args: argparse.Namespace) -> int:
     if probes is not None:
         probes.start()
 
-    def reload_catalog() -> None:
-        state.reload_catalog()
-        _record_catalog(state)
-
     watchers = [Watcher(args.rules, False, args.watch_interval, state.reload_rules)]
     if args.catalog is not None:
-        watchers.append(Watcher(args.catalog, True, max(args.watch_interval, 1.0), reload_catalog))
+        watchers.append(Watcher(args.catalog, True, max(args.watch_interval, 1.0), state.reload_catalog))
     for w in watchers:
         w.start()
     log.info(

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from google.protobuf.message import Message
 
-from policyd.catalog.directory import load_directory
+from policyd.catalog.directory import DirectoryLoad
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
+from policyd.catalog.source import CatalogSource
 from policyd.decision.orchestrator import catalog_refusals
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
@@ -105,7 +106,12 @@ class ServingState:
         self.cache = DecisionCache(cache_bytes)
         self.revision: Revision = build_revision(rules_dir)
         self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
-        self.catalog_errors: list[str] = []
+        self.catalog_errors: list[str] = []  # the faults, then the refused manifests
+        self.catalog_faults: list[str] = []  # files (or the directory) whose last good content serves
+        self.on_catalog: Callable[[], None] = lambda: None  # after each directory load (metrics)
+        self._source = CatalogSource(catalog_dir) if catalog_dir is not None else None
+        self._reload_lock = threading.Lock()
+        self._retry: threading.Timer | None = None
         self._dir_objects: dict[Key, CatalogObject] = {}
         self._dir_files: dict[Key, str] = {}
         self._overrides: dict[Key, Override] = {}
@@ -136,9 +142,25 @@ class ServingState:
                 merged[key] = override.obj
         self.catalog = Catalog.of(list(merged.values()))
 
+    def _retry_in(self, seconds: float) -> None:
+        """Load again once the file being written has settled (no watcher event may follow)."""
+        if seconds <= 0 or (self._retry is not None and self._retry.is_alive()):
+            return
+        self._retry = threading.Timer(seconds, self.reload_catalog)
+        self._retry.daemon = True
+        self._retry.start()
+
     def reload_catalog(self) -> None:
-        assert self.catalog_dir is not None
-        loaded = load_directory(self.catalog_dir)
+        assert self._source is not None
+        with self._reload_lock:
+            source = self._source.load()
+            self._take_directory(source.load, source.faults)
+        self._retry_in(source.retry_in)
+        self.on_catalog()
+
+    def _take_directory(self, loaded: DirectoryLoad, faults: list[str]) -> None:
+        for fault in faults:
+            log.error("catalog fault; the last good content keeps serving", extra={"error": fault})
         errors, accepted = list(loaded.errors), []
         for obj in loaded.objects:
             # What the webhook would refuse in a runtime never enters the catalog.
@@ -151,7 +173,8 @@ class ServingState:
         for warning in loaded.warnings:
             log.warning("catalog manifest field", extra={"error": warning})
         with self._lock:
-            self.catalog_errors = errors
+            self.catalog_faults = faults
+            self.catalog_errors = [*faults, *errors]
             self._dir_objects = {key_of(o): o for o in accepted}
             self._dir_files = {key: file for key, file in loaded.files.items() if key in self._dir_objects}
             # A directory object that changed since an API change to it is the newer word: the API change ends.
