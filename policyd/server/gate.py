@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import DecodeError
 
 from policyd.server import observability as obs
 from policyd.server.authz import Authorizer
@@ -34,11 +34,6 @@ def _safe(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
             return _Undecodable(str(err))
 
     return decode
-
-
-def serialize(message: Message | bytes) -> bytes:
-    """A response, or its bytes already serialized (an answer from the decision cache)."""
-    return message if isinstance(message, bytes) else message.SerializeToString()
 
 
 class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are untyped
@@ -68,7 +63,9 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
                 return inner(request, context)
 
         return grpc.unary_unary_rpc_method_handler(
-            behavior, request_deserializer=_safe(handler.request_deserializer), response_serializer=serialize
+            behavior,
+            request_deserializer=_safe(handler.request_deserializer),
+            response_serializer=handler.response_serializer,
         )
 
     def _refusal(

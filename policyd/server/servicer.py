@@ -109,8 +109,19 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         context: grpc.ServicerContext,
         handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp],
     ) -> Resp:
+        with self.state.hold_revision() as revision:
+            return self._serve_on(revision, rpc, request, context, handler)
+
+    def _serve_on(
+        self,
+        revision: Revision,
+        rpc: str,
+        request: Message,
+        context: grpc.ServicerContext,
+        handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp],
+    ) -> Resp:
         started = time.perf_counter()
-        revision, catalog = self.state.revision, self.state.catalog
+        catalog = self.state.catalog
         metadata = dict(context.invocation_metadata())
         request_id = metadata.get("x-request-id") or uuid.uuid4().hex[:16]
         code = grpc.StatusCode.OK

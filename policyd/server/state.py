@@ -9,6 +9,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from policyd.decision.orchestrator import catalog_refusals
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
+from policyd.server.leases import Leases
 
 log = logging.getLogger("policyd.state")
 
@@ -37,6 +39,7 @@ class ReloadAttempt:
 
 
 CacheKey = tuple[str, str, str, bytes]
+ENTRY_OVERHEAD = 400  # bytes of a cache entry besides its response: the key, its tuples, the dict slot
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,14 @@ class Change:
 @dataclass
 class DecisionCache:
     """Responses by (rules revision, catalog revision, RPC, request digest), least recently
-    used first out, within a byte budget (an Explain over a large catalog is not small)."""
+    used first out, within a byte budget (an Explain over a large catalog is not small). Kept
+    serialized: a message in memory is several times its wire size, so only bytes make the
+    budget the memory used."""
 
     budget_bytes: int = 64 << 20
-    _items: OrderedDict[CacheKey, tuple[tuple[Message, tuple[str, ...]], int]] = field(default_factory=OrderedDict)
+    _items: OrderedDict[CacheKey, tuple[tuple[type[Message], bytes, tuple[str, ...]], int]] = field(
+        default_factory=OrderedDict
+    )
     _bytes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -76,16 +83,18 @@ class DecisionCache:
             if hit is None:
                 return None
             self._items.move_to_end(key)
-            return hit[0]
+        kind, data, warnings = hit[0]
+        return kind.FromString(data), warnings
 
     def put(self, key: CacheKey, value: Message, warnings: tuple[str, ...] = ()) -> None:
-        size = value.ByteSize() + sum(len(w) for w in warnings)
+        data = value.SerializeToString()
+        size = len(data) + sum(len(w) for w in warnings) + ENTRY_OVERHEAD
         if size > self.budget_bytes:
             return
         with self._lock:
             if key in self._items:
                 self._bytes -= self._items.pop(key)[1]
-            self._items[key] = ((value, warnings), size)
+            self._items[key] = ((type(value), data, warnings), size)
             self._bytes += size
             while self._bytes > self.budget_bytes:
                 self._bytes -= self._items.popitem(last=False)[1][1]
@@ -105,6 +114,7 @@ class ServingState:
         self._lock = threading.Lock()
         self.cache = DecisionCache(cache_bytes)
         self.revision: Revision = build_revision(rules_dir)
+        self._leases: Leases[Revision] = Leases(lambda old: old.engine.close())
         self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
         self.catalog_errors: list[str] = []  # the faults, then the refused manifests
         self.catalog_faults: list[str] = []  # files (or the directory) whose last good content serves
@@ -127,11 +137,15 @@ class ServingState:
             attempt = ReloadAttempt(self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line)
         else:
             revision.engine.warm_from(self.revision.engine)
-            self.revision = revision
+            self._leases.retire(self.revision, lambda: setattr(self, "revision", revision))
             attempt = ReloadAttempt(revision.id, True, time.time())
         self.last_attempt = attempt
         self._on_reload(attempt)
         return attempt
+
+    def hold_revision(self) -> AbstractContextManager[Revision]:
+        """The current rules revision, kept open for the block (a reload closes it only after)."""
+        return self._leases.hold(lambda: self.revision)
 
     def _publish(self) -> None:
         merged = dict(self._dir_objects)
@@ -162,12 +176,13 @@ class ServingState:
         for fault in faults:
             log.error("catalog fault; the last good content keeps serving", extra={"error": fault})
         errors, accepted = list(loaded.errors), []
-        for obj in loaded.objects:
-            # What the webhook would refuse in a runtime never enters the catalog.
-            refusals = catalog_refusals(self.revision, obj) if isinstance(obj, ServingRuntime) else []
-            errors.extend(f"{obj.kind}/{obj.meta.name}: {r.field}: {r.message}" for r in refusals)
-            if not refusals:
-                accepted.append(obj)
+        with self.hold_revision() as revision:
+            for obj in loaded.objects:
+                # What the webhook would refuse in a runtime never enters the catalog.
+                refusals = catalog_refusals(revision, obj) if isinstance(obj, ServingRuntime) else []
+                errors.extend(f"{obj.kind}/{obj.meta.name}: {r.field}: {r.message}" for r in refusals)
+                if not refusals:
+                    accepted.append(obj)
         for error in errors:
             log.warning("catalog manifest refused", extra={"error": error})
         for warning in loaded.warnings:
