@@ -36,6 +36,7 @@ from policyd.server.gate import Gate
 from policyd.server.limits import Limits
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
+from policyd.server.statedir import StateDir, StateDirError
 from policyd.server.watch import Watcher
 from policyd.tls import ServerTls, TlsError, files_of
 
@@ -244,11 +245,37 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     decisions = _decision_log(args.decision_log)
+    kept = _state_dir(args)
+    holder: list[ServingState] = []
+
+    def on_reload(attempt: ReloadAttempt) -> None:
+        _record_reload(attempt)
+        if attempt.ok and kept is not None and holder:
+            kept.keep_rules(holder[0].revision)
+
     try:
-        state = ServingState(args.rules, args.catalog, _record_reload, args.decision_cache_mb << 20)
+        state = ServingState(
+            args.rules,
+            args.catalog,
+            on_reload,
+            args.decision_cache_mb << 20,
+            kept.last_good_rules() if kept is not None else None,
+            kept.load_changes() if kept is not None else None,
+        )
     except RuleFileError as err:
         raise StartError(f"rules refused: {err}") from None
+    holder.append(state)
     _record_reload(state.last_attempt)
+    if not state.last_attempt.ok:
+        print(
+            f"policyd: rules refused: {state.last_attempt.error}; serving the last good revision "
+            f"{state.revision.id} kept in {args.state_dir}",
+            file=sys.stderr,
+        )
+    if kept is not None:
+        if state.last_attempt.ok:
+            kept.keep_rules(state.revision)
+        state.on_changes = kept.save_changes
     _record_catalog(state)
     state.on_catalog = lambda: _record_catalog(state)
     for error in state.catalog_errors:
@@ -299,6 +326,15 @@ def _serve(args: argparse.Namespace) -> int:
     for w in watchers:
         w.stop()
     return 0
+
+
+def _state_dir(args: argparse.Namespace) -> StateDir | None:
+    if args.state_dir is None:
+        return None
+    try:
+        return StateDir(args.state_dir, args.rules)
+    except StateDirError as err:
+        raise StartError(str(err)) from None
 
 
 def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | None:

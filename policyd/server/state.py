@@ -107,15 +107,27 @@ class ServingState:
         catalog_dir: Path | None,
         on_reload: Callable[[ReloadAttempt], None],
         cache_bytes: int = 64 << 20,
+        last_good_rules: Path | None = None,
+        changes: dict[Key, Override] | None = None,
     ) -> None:
+        """``last_good_rules``: a copy of the last revision that served, served when ``rules_dir`` is
+        refused (the refusal is the last attempt); ``changes``: API changes kept from before a restart."""
         self.rules_dir = rules_dir
         self.catalog_dir = catalog_dir
         self._on_reload = on_reload
         self._lock = threading.Lock()
         self.cache = DecisionCache(cache_bytes)
-        self.revision: Revision = build_revision(rules_dir)
+        try:
+            self.revision: Revision = build_revision(rules_dir)
+            self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
+        except RuleFileError as err:
+            if last_good_rules is None:
+                raise
+            self.revision = build_revision(last_good_rules)
+            self.last_attempt = ReloadAttempt(
+                self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line
+            )
         self._leases: Leases[Revision] = Leases(lambda old: old.engine.close())
-        self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
         self.catalog_errors: list[str] = []  # the faults, then the refused manifests
         self.catalog_faults: list[str] = []  # files (or the directory) whose last good content serves
         self.on_catalog: Callable[[], None] = lambda: None  # after each directory load (metrics)
@@ -124,10 +136,13 @@ class ServingState:
         self._retry: threading.Timer | None = None
         self._dir_objects: dict[Key, CatalogObject] = {}
         self._dir_files: dict[Key, str] = {}
-        self._overrides: dict[Key, Override] = {}
+        self._overrides: dict[Key, Override] = dict(changes or {})
+        self.on_changes: Callable[[dict[Key, Override]], None] = lambda _: None  # API changes in force, to keep
         self.catalog = Catalog.of([])
         if catalog_dir is not None:
             self.reload_catalog()
+        else:
+            self._publish()
 
     def reload_rules(self) -> ReloadAttempt:
         """Build the rules off to the side; swap them in only when every check passes."""
@@ -201,6 +216,7 @@ class ServingState:
                         extra={"object": "/".join(k for k in key if k), "file": self._dir_files.get(key, "")},
                     )
             self._publish()
+            self.on_changes(dict(self._overrides))
 
     def _dir_digest(self, key: Key) -> str | None:
         obj = self._dir_objects.get(key)
@@ -228,6 +244,7 @@ class ServingState:
                     served[key] = obj
                 changes.append(Change(key, action, self._dir_files.get(key, "")))
             self._publish()
+            self.on_changes(dict(self._overrides))
             return self.catalog, changes
 
     def delete(self, keys: list[Key]) -> tuple[Catalog, list[Change]]:
@@ -241,6 +258,7 @@ class ServingState:
                     served.discard(key)
                 changes.append(Change(key, "deleted" if present else "not_found", self._dir_files.get(key, "")))
             self._publish()
+            self.on_changes(dict(self._overrides))
             return self.catalog, changes
 
     def overrides(self) -> list[tuple[Key, Override, str]]:
