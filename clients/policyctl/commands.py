@@ -112,8 +112,13 @@ def explain(args: argparse.Namespace) -> Result:
         rows,
         title=f"MODEL {reply.model_name} {reply.model_format} {_revisions(reply.revisions)}",
         names=[object_name(v.kind, v.name) for v in reply.runtimes],
-        warnings=call.warnings,
+        warnings=[*call.warnings, *_omitted(reply.runtimes_omitted, "runtimes")],
     )
+
+
+def _omitted(count: int, what: str) -> list[str]:
+    """The warning for an answer policyd cut to keep it within what a client takes."""
+    return [f"… and {count:,} more {what}, left out of the answer (it is kept within 4 MiB)"] if count else []
 
 
 def select(args: argparse.Namespace) -> Result:
@@ -140,7 +145,7 @@ def select(args: argparse.Namespace) -> Result:
         columns,
         rows,
         names=[object_name(r.kind, r.name) for r in reply.ranking],
-        warnings=[*call.warnings, *reply.warnings],
+        warnings=[*call.warnings, *reply.warnings, *_omitted(reply.excluded_omitted, "excluded runtimes")],
         errors=[refusal] if not reply.ranking and refusal else [],
         code=0 if reply.ranking else 1,
     )

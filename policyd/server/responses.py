@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+from google.protobuf.message import Message
+
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 from policyd.decision.diffusers_effective import DiffusersEffective
 from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict
 from policyd.resources.objects import Entry, Pipeline, PipelineComponent, VersionedName
 from policyd.resources.proto import manifest_to_message
+from policyd.server.limits import RESPONSE_BUDGET
+
+
+def fit(response: Message, items: str, omitted: str, budget: int = RESPONSE_BUDGET) -> Message:
+    """``response`` with the last of its repeated ``items`` left out, and counted in ``omitted``,
+    as far as it takes to keep it within ``budget`` bytes."""
+    size = response.ByteSize()
+    if size <= budget:
+        return response
+    listed = getattr(response, items)
+    keep, room = 0, budget - (size - sum(item.ByteSize() + 5 for item in listed))
+    for item in listed:
+        room -= item.ByteSize() + 5  # the item, its tag and its length
+        if room < 0:
+            break
+        keep += 1
+    setattr(response, omitted, len(listed) - keep)
+    del listed[keep:]
+    return response
 
 
 def reason(value: Reason | None) -> pb.Reason | None:

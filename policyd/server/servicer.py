@@ -193,7 +193,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
             result = decide.select(catalog, isvc, revision)
-        return pb.SelectResponse(
+        response = pb.SelectResponse(
             ranking=[responses.ranked(e) for e in result.ranking],
             error=result.error,
             warnings=list(result.warnings),
@@ -201,6 +201,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             revisions=self._revisions(revision, catalog),
             rejection=responses.rejection(result.refusal),
         )
+        responses.fit(response, "excluded", "excluded_omitted")
+        return response
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
         return self._serve("Explain", request, context, self._explain)
@@ -227,12 +229,14 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 explanation = decide.explain_model(catalog, ref, request.model.namespace, revision)
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
-        return pb.ExplainResponse(
+        response = pb.ExplainResponse(
             runtimes=[responses.verdict(e) for e in explanation.runtimes],
             model_format=explanation.model_format,
             model_name=explanation.model.meta.name,
             revisions=self._revisions(revision, catalog),
         )
+        responses.fit(response, "runtimes", "runtimes_omitted")
+        return response
 
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:
         return self._serve("Resolve", request, context, self._resolve)
