@@ -47,15 +47,15 @@ MAX_SCORE = 2**62
 RULE_SCORING_LIMIT = 1_000_000  # rulefile.schema.json's maximum for scoring's weights and priority
 
 
-def load_yaml(text: str, source: str = "input") -> list[Any]:
+def load_yaml(text: str, source: str = "input", values: str | None = None) -> list[Any]:
     """Every non-empty document of a (multi-document) YAML or JSON text, parsed with limits
     into values JSON can carry (policyd.resources.safe_yaml)."""
-    return safe_yaml.load_all(text, source)
+    return safe_yaml.load_all(text, source, values=values)
 
 
-def load_documents(text: str, source: str = "input") -> list[dict[str, Any]]:
+def load_documents(text: str, source: str = "input", values: str | None = None) -> list[dict[str, Any]]:
     """Every document, each of which must be a manifest (an object)."""
-    docs = load_yaml(text, source)
+    docs = load_yaml(text, source, values)
     for i, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise InvalidInput(f"{source}[{i}]", "a manifest must be an object")

@@ -108,7 +108,8 @@ def message_to_manifest(message: Message, kind: str, field: str = "") -> dict[st
 
 def manifest_text(text: str, field: str) -> dict[str, Any]:
     """Exactly one manifest from YAML or JSON text."""
-    docs = load_documents(text, field)
+    # a refused value is named as a parse error is: by the object's field (catalog.objects[0].spec.x)
+    docs = load_documents(text, field, field.removesuffix(".manifest"))
     if len(docs) != 1:
         raise InvalidInput(field, f"must hold exactly one manifest, found {len(docs)}")
     return docs[0]

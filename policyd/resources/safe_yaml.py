@@ -78,9 +78,10 @@ class YamlRefused(InvalidInput):
         self.line = line
 
 
-def load_all(text: str, source: str = "input", max_bytes: int = 0) -> list[Any]:
+def load_all(text: str, source: str = "input", max_bytes: int = 0, values: str | None = None) -> list[Any]:
     """Every non-empty document of a (multi-document) YAML or JSON text, checked;
-    InvalidInput naming ``source`` (and the field, for a refused value) otherwise."""
+    InvalidInput naming ``source`` otherwise — for a refused value, its field under ``values``
+    (the object the text is, when it has a name of its own), else under ``source``."""
     if max_bytes and len(text) > max_bytes:
         # characters count at least one byte each: a text this long is too large whatever it holds
         raise InvalidInput(source, f"is {len(text):,} characters, more than the limit of {max_bytes:,} bytes")
@@ -99,7 +100,8 @@ def load_all(text: str, source: str = "input", max_bytes: int = 0) -> list[Any]:
         try:
             docs[i] = json_value(doc)
         except InvalidInput as err:
-            raise err.under(f"{source}[{i}]" if len(docs) > 1 else source) from None
+            where = source if values is None else values  # a value's field: under the text's, or the object's
+            raise err.under(f"{where}[{i}]" if len(docs) > 1 else where) from None
     return docs
 
 
