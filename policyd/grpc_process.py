@@ -9,7 +9,7 @@ import signal
 import socket
 import stat
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,13 +183,19 @@ def announce(address: str, ready_file: Path | None) -> None:
 
 
 def wait_for_stop_signal(
-    server: grpc.Server, health_servicer: health.HealthServicer, grace: float = DEFAULT_GRACE
+    server: grpc.Server,
+    health_servicer: health.HealthServicer,
+    grace: float = DEFAULT_GRACE,
+    drain: Callable[[float], float] | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then report NOT_SERVING so clients drain, refuse new calls,
-    and stop once the calls already accepted finish (up to ``grace`` seconds)."""
+    and stop once the calls already accepted finish (up to ``grace`` seconds in all; ``drain``
+    refuses and waits first, giving back the grace left)."""
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
     stopping.wait()
     health_servicer.enter_graceful_shutdown()
+    if drain is not None:
+        grace = drain(grace)
     server.stop(grace=grace).wait()

@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     service = render_pb2.DESCRIPTOR.services_by_name["RendererService"].full_name
     limits = Limits()
-    server = new_server(4, limits.max_message_bytes, limits.max_concurrent, [Gate((service,), limits)])
+    gate = Gate((service,), limits)
+    server = new_server(4, limits.max_message_bytes, limits.max_concurrent, [gate])
     render_pb2_grpc.add_RendererServiceServicer_to_server(RendererServicer(), server)
     health_servicer = add_health(server, [service])
     try:
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     server.start()
     announce(address, args.ready_file)
-    wait_for_stop_signal(server, health_servicer, args.shutdown_grace)
+    wait_for_stop_signal(server, health_servicer, args.shutdown_grace, gate.drain)
     return 0
 
 

@@ -2,11 +2,17 @@
 message (else INVALID_ARGUMENT, not gRPC's INTERNAL), the caller may call the method
 (else PERMISSION_DENIED), the request is within the limits (else RESOURCE_EXHAUSTED), and
 the handler runs under the call's deadline — the client's, or ``--call-timeout`` when that
-is sooner (DEADLINE_EXCEEDED, also for a call that waited past it in the queue)."""
+is sooner (DEADLINE_EXCEEDED, also for a call that waited past it in the queue).
+
+At shutdown the gate drains: new calls are UNAVAILABLE at once (clients retry elsewhere), the
+calls it let in finish, and only then does gRPC stop — gRPC itself would cancel the calls that
+reached the server but no handler yet."""
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +25,7 @@ from policyd.server.limits import LimitExceeded, Limits, check_request, deadline
 from policyd.server.rpc_errors import FIELD_KEY
 
 log = logging.getLogger("policyd.gate")
+QUIET_SECONDS = 0.25  # draining ends once no call has arrived for this long (and none is in progress)
 
 
 class _Undecodable:
@@ -41,6 +48,22 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
         self.services = services  # full names of the services gated (health and reflection are not)
         self.limits = limits
         self.authorizer = authorizer
+        self._lock = threading.Lock()
+        self._active = 0
+        self._arrived = 0.0
+        self._draining = False
+
+    def drain(self, grace: float) -> float:
+        """Refuse new calls, and wait (up to ``grace`` seconds) for the ones let in; the grace left."""
+        deadline = time.monotonic() + grace
+        with self._lock:
+            self._draining = True
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._active and time.monotonic() - self._arrived >= QUIET_SECONDS:
+                    break
+            time.sleep(0.02)
+        return max(0.0, deadline - time.monotonic())
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: grpc.HandlerCallDetails) -> Any:
         handler = continuation(details)
@@ -50,23 +73,38 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
         inner = handler.unary_unary
 
         def behavior(request: Any, context: grpc.ServicerContext) -> Any:
-            refusal = self._refusal(method, request, context)
-            if refusal is not None:
-                code, message, field = refusal
-                obs.CALLS.labels(method, code.name).inc()
-                if field:
-                    context.set_trailing_metadata(((FIELD_KEY, field),))
-                context.abort(code, message)
-            remaining = context.time_remaining()
-            timeout = self.limits.call_timeout if remaining is None else min(remaining, self.limits.call_timeout)
-            with deadline_in(timeout):
-                return inner(request, context)
+            with self._lock:
+                self._arrived = time.monotonic()
+                draining = self._draining
+                if not draining:
+                    self._active += 1
+            if draining:
+                obs.CALLS.labels(method, grpc.StatusCode.UNAVAILABLE.name).inc()
+                context.abort(grpc.StatusCode.UNAVAILABLE, "shutting down: not taking new calls (retry)")
+            try:
+                return self._serve(method, inner, request, context)
+            finally:
+                with self._lock:
+                    self._active -= 1
 
         return grpc.unary_unary_rpc_method_handler(
             behavior,
             request_deserializer=_safe(handler.request_deserializer),
             response_serializer=handler.response_serializer,
         )
+
+    def _serve(self, method: str, inner: Callable[..., Any], request: Any, context: grpc.ServicerContext) -> Any:
+        refusal = self._refusal(method, request, context)
+        if refusal is not None:
+            code, message, field = refusal
+            obs.CALLS.labels(method, code.name).inc()
+            if field:
+                context.set_trailing_metadata(((FIELD_KEY, field),))
+            context.abort(code, message)
+        remaining = context.time_remaining()
+        timeout = self.limits.call_timeout if remaining is None else min(remaining, self.limits.call_timeout)
+        with deadline_in(timeout):
+            return inner(request, context)
 
     def _refusal(
         self, method: str, request: Any, context: grpc.ServicerContext

@@ -290,9 +290,8 @@ def _serve(args: argparse.Namespace) -> int:
     except AuthzError as err:
         raise StartError(f"--authz: {err}") from None
     service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
-    server = new_server(
-        args.workers, limits.max_message_bytes, limits.max_concurrent, [Gate((service,), limits, authorizer)]
-    )
+    gate = Gate((service,), limits, authorizer)
+    server = new_server(args.workers, limits.max_message_bytes, limits.max_concurrent, [gate])
     policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, decisions), server)
     health_servicer = add_health(server, [service])
     reflection.enable_server_reflection((service, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
@@ -319,7 +318,7 @@ def _serve(args: argparse.Namespace) -> int:
         extra={"address": address, "rules_revision": state.revision.id, "catalog_revision": state.catalog.revision},
     )
     announce(address, args.ready_file)
-    wait_for_stop_signal(server, health_servicer, args.shutdown_grace)
+    wait_for_stop_signal(server, health_servicer, args.shutdown_grace, gate.drain)
     if probes is not None:
         probe_health.enter_graceful_shutdown()
         probes.stop(0)
