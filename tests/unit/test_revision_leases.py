@@ -14,6 +14,7 @@ def test_a_closed_engine_has_given_its_rulesets_back_to_durable_rules() -> None:
     engine = build_revision(RULES).engine
     handles = [r._handle for r in engine._host._ruleset_directory.values()]
     assert handles
+    durable_rules_engine.assert_facts(handles[0], "[]")  # a live ruleset takes facts
     engine.close()
     for handle in handles:  # durable-rules no longer knows them
         with pytest.raises(durable_rules_engine.error, match="error code"):
