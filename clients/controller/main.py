@@ -18,7 +18,7 @@ from clients import tls
 from clients.controller.catalog_sync import CATALOG_KINDS, CatalogSync
 from clients.controller.cluster import Cluster, Controller
 from clients.controller.kube import KubernetesCluster, connect
-from clients.controller.reconcile import Reconciler
+from clients.controller.reconcile import Reconciler, RendererError
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 
 log = logging.getLogger("policyd.controller")
@@ -52,6 +52,8 @@ def run(controller: Controller, cluster: Cluster) -> None:
                     controller.resync()
         except grpc.RpcError as err:
             log.error("policyd call failed", extra={"kind": kind, "error": f"{err.code().name}: {err.details()}"})
+        except RendererError as err:
+            log.error("renderer call failed; the workloads wait for it", extra={"kind": kind, "error": str(err)})
 
 
 def main(argv: list[str] | None = None) -> int:

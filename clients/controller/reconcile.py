@@ -7,6 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import grpc
+
 from clients.controller.outcome import Condition, Event, Outcome
 from clients.decision import decide, from_catalog, render_request
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
@@ -15,6 +17,10 @@ RESOLVED = "RuntimeResolved"
 NOT_FOUND = "RuntimeNotFound"
 VALIDATION_ERROR = "RuntimeValidationError"
 ADVISORY = "RuntimeCompatibilityAdvisory"
+
+
+class RendererError(Exception):
+    """The renderer could not be called (down: UNAVAILABLE), as opposed to a policyd failure."""
 
 
 class Reconciler:
@@ -43,6 +49,11 @@ class Reconciler:
             message = decision.problem
             return Outcome(Condition("False", NOT_FOUND, message), (Event("Warning", NOT_FOUND, message),))
         kind, name, _ = decision.runtime
-        rendered = self.renderer.Render(render_request(decision, from_catalog(self.policy), accelerator_classes))
+        try:
+            rendered = self.renderer.Render(render_request(decision, from_catalog(self.policy), accelerator_classes))
+        except grpc.RpcError as err:  # the decision stands; only the workloads wait for the renderer
+            code = err.code().name if isinstance(err, grpc.Call) else "UNKNOWN"
+            details = err.details() if isinstance(err, grpc.Call) else str(err)
+            raise RendererError(f"the renderer: {code}: {details}") from None
         workloads = tuple(json.loads(o) for o in rendered.objects)
         return Outcome(Condition("True", RESOLVED, f"{kind} {name}"), tuple(events), workloads, tuple(rendered.errors))
