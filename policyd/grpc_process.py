@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import signal
 import socket
 import stat
@@ -179,7 +180,10 @@ def add_health(server: grpc.Server, services: Iterable[str]) -> health.HealthSer
 def announce(address: str, ready_file: Path | None) -> None:
     """Write the address for whoever waits on us (tests, the CLI, process supervisors)."""
     if ready_file is not None:
-        ready_file.write_text(address)
+        # written aside, then renamed: a waiter that sees the file sees the whole address
+        partial = ready_file.with_name(ready_file.name + ".partial")
+        partial.write_text(address)
+        os.replace(partial, ready_file)
 
 
 def wait_for_stop_signal(

@@ -1,47 +1,116 @@
-"""Feed policyd's catalog from watch events on runtimes and models."""
+"""policyd's catalog kept equal to the cluster's (Cluster)ServingRuntimes and (Cluster)BaseModels:
+each watch event updates one object; an audit replaces the whole catalog with a fresh listing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 import grpc
 
+from clients.controller.kube import CatalogKey, Manifest
+from clients.controller.reconcile import Unavailable
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
-CATALOG_KINDS = ("ClusterServingRuntime", "ServingRuntime", "ClusterBaseModel", "BaseModel")
 log = logging.getLogger("policyd.controller.catalog")
+Item = tuple[str, str]  # (manifest as policyd takes it, its digest)
+
+
+def catalog_item(obj: Manifest) -> Item:
+    """The object as policyd takes it: status, managed fields and resourceVersion are the
+    cluster's bookkeeping, not catalog content."""
+    body = {k: v for k, v in obj.items() if k != "status"}
+    body["metadata"] = {
+        k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("managedFields", "resourceVersion")
+    }
+    manifest = json.dumps(body, sort_keys=True)
+    return manifest, hashlib.sha256(manifest.encode()).hexdigest()
+
+
+def _refused(err: grpc.RpcError) -> bool:
+    return bool(err.code() == grpc.StatusCode.INVALID_ARGUMENT)
 
 
 class CatalogSync:
-    def __init__(self, policy: policy_pb2_grpc.PolicyServiceStub) -> None:
+    def __init__(self, policy: policy_pb2_grpc.PolicyServiceStub, address: str = "") -> None:
         self.policy = policy
+        self.address = address
+        self._pushed: dict[CatalogKey, str] = {}  # key -> digest of what policyd holds
+        self._refused: dict[CatalogKey, str] = {}  # key -> digest policyd refused (logged once)
+        self.revision = ""  # policyd's catalog revision after our last change
 
-    def handle(self, event_type: str, obj: Mapping[str, Any]) -> bool:
-        """Apply ADDED/MODIFIED objects, delete DELETED ones; False when policyd refused the object."""
-        kind = obj.get("kind", "")
-        meta = obj.get("metadata") or {}
-        if kind not in CATALOG_KINDS:
-            return True
+    def replace(self, desired: Mapping[CatalogKey, Manifest]) -> list[CatalogKey]:
+        """policyd's catalog becomes exactly ``desired`` but what policyd refuses; returns the keys
+        whose content changed there."""
+        items = {key: catalog_item(obj) for key, obj in desired.items()}
+        accepted = {key: item for key, item in items.items() if self._refused.get(key) != item[1]}
         try:
-            if event_type == "DELETED":
-                key = pb.ObjectKey(kind=kind, namespace=meta.get("namespace", ""), name=meta.get("name", ""))
-                self.policy.DeleteObjects(pb.DeleteObjectsRequest(keys=[key]))
-            else:
-                # status and managed fields are the cluster's bookkeeping, not catalog content
-                body = {k: v for k, v in obj.items() if k != "status"}
-                body["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
-                self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=json.dumps(body))]))
+            try:
+                self._replace(accepted)
+            except grpc.RpcError as err:
+                if not _refused(err):
+                    raise
+                # one refused object fails the whole request: find which, then replace without them
+                for key, item in list(accepted.items()):
+                    try:
+                        self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=item[0])]))
+                    except grpc.RpcError as one:
+                        if not _refused(one):
+                            raise
+                        self._log_refusal(key, item, one)
+                        del accepted[key]
+                self._replace(accepted)
         except grpc.RpcError as err:
-            if err.code() != grpc.StatusCode.INVALID_ARGUMENT:
-                raise
-            log.warning(
-                "policyd refused a catalog object",
-                extra={"kind": kind, "object": meta.get("name"), "error": err.details()},
-            )
-            return False
-        return True
+            raise Unavailable("policyd", self.address, err) from err
+        before, self._pushed = self._pushed, {key: digest for key, (_, digest) in accepted.items()}
+        return [key for key in before.keys() | self._pushed.keys() if before.get(key) != self._pushed.get(key)]
+
+    def _replace(self, accepted: Mapping[CatalogKey, Item]) -> None:
+        objects = [rpb.Object(manifest=manifest) for manifest, _ in accepted.values()]
+        self.revision = self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=objects, replace=True)).catalog_revision
+
+    def update(self, key: CatalogKey, obj: Manifest | None) -> list[CatalogKey]:
+        """One object changed (None: deleted); returns [key] when policyd's copy changed."""
+        try:
+            if obj is None:
+                self._refused.pop(key, None)
+                return self._delete(key)
+            item = catalog_item(obj)
+            if item[1] in (self._pushed.get(key), self._refused.get(key)):
+                return []
+            try:
+                reply = self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=item[0])]))
+            except grpc.RpcError as err:
+                if not _refused(err):
+                    raise
+                # What policyd refuses (as OME's webhook would) is not in the catalog, nor an older
+                # version of it: deciding on a version the cluster no longer has would be wrong.
+                self._log_refusal(key, item, err)
+                return self._delete(key)
+        except grpc.RpcError as err:
+            raise Unavailable("policyd", self.address, err) from err
+        self.revision = reply.catalog_revision
+        self._pushed[key] = item[1]
+        self._refused.pop(key, None)
+        return [key]
+
+    def _delete(self, key: CatalogKey) -> list[CatalogKey]:
+        kind, namespace, name = key
+        request = pb.DeleteObjectsRequest(keys=[pb.ObjectKey(kind=kind, namespace=namespace, name=name)])
+        self.revision = self.policy.DeleteObjects(request).catalog_revision
+        return [key] if self._pushed.pop(key, None) is not None else []
+
+    def _log_refusal(self, key: CatalogKey, item: Item, err: grpc.RpcError) -> None:
+        self._refused[key] = item[1]
+        kind, namespace, name = key
+        log.warning(
+            "policyd refused %s %s: %s",
+            kind,
+            f"{namespace}/{name}" if namespace else name,
+            err.details(),
+            extra={"kind": kind, "namespace": namespace, "object": name},
+        )

@@ -1,79 +1,132 @@
-"""policy-controller: watch InferenceServices, runtimes and models; keep policyd's catalog in
-sync; write RuntimeReady, events and the rendered workloads (server-side apply)."""
+"""policy-controller: keep policyd's catalog in sync with the cluster's runtimes and models;
+for each InferenceService write the RuntimeReady condition and events from policyd's answer
+and server-side apply the workloads the renderer makes of it. One replica acts (a Lease)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import logging
-import queue
+import signal
 import sys
-import threading
-import time
-from collections.abc import Mapping
-from typing import Any
 
-import grpc
+from kubernetes import client
 
 from clients import tls
-from clients.controller.catalog_sync import CATALOG_KINDS, CatalogSync
-from clients.controller.cluster import Cluster, Controller
-from clients.controller.kube import KubernetesCluster, connect
-from clients.controller.reconcile import Reconciler, RendererError
+from clients.controller import leader
+from clients.controller.catalog_sync import CatalogSync
+from clients.controller.controller import Controller
+from clients.controller.events import EventRecorder
+from clients.controller.kube import ConfigError, Kube, load_configuration
+from clients.controller.operator import lead
+from clients.controller.reconcile import Reconciler
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
+from policyd.server.observability import configure_logging
 
 log = logging.getLogger("policyd.controller")
-WATCH_RETRY_SECONDS = 2.0
-Item = tuple[str, str, Mapping[str, Any]]  # (kind, event type, object)
 
 
-def _pump(cluster: Cluster, kind: str, work: queue.Queue[Item]) -> None:
-    while True:  # a watch ends when the server closes it, or fails with the connection; start it again
-        try:
-            for event_type, obj in cluster.watch(kind):
-                work.put((kind, event_type, obj))
-        except Exception:  # the API server's errors must not end the controller's watch
-            log.exception("watch failed; retrying", extra={"kind": kind})
-            time.sleep(WATCH_RETRY_SECONDS)
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="policy-controller", description=__doc__)
+    p.add_argument("--policyd", default="127.0.0.1:50051", help="policyd address (default %(default)s)")
+    p.add_argument(
+        "--renderer", default="unix:/tmp/policy-render.sock", help="renderer sidecar address (default %(default)s)"
+    )
+    p.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: as kubectl, $KUBECONFIG, ~/.kube/config, then the in-cluster service account)",
+    )
+    p.add_argument(
+        "--leader-election-namespace",
+        default=None,
+        help="namespace of the Lease that elects the active replica (default: the pod's namespace, else default)",
+    )
+    p.add_argument(
+        "--lease-duration",
+        type=int,
+        default=15,
+        help="seconds a standby waits after the leader stopped renewing before taking over (default %(default)s)",
+    )
+    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-format", choices=("json", "text"), default="json")
+    tls.add_flags(p)  # --tls-ca/--tls-cert/--tls-key/--request-timeout: both connections, when host:port
+    args = p.parse_args(argv)
+    if args.lease_duration < 3:
+        p.error("--lease-duration: must be at least 3 seconds")
+    return args
 
 
-def run(controller: Controller, cluster: Cluster) -> None:
-    """One worker applies events in order, so the catalog is current before InferenceServices are decided."""
-    work: queue.Queue[Item] = queue.Queue()
-    for kind in (*CATALOG_KINDS, "InferenceService"):
-        threading.Thread(target=_pump, args=(cluster, kind, work), name=f"watch:{kind}", daemon=True).start()
-    while True:
-        kind, event_type, obj = work.get()
-        try:
-            if kind == "InferenceService":
-                controller.on_isvc_event(event_type, obj)
-            else:
-                controller.on_catalog_event(event_type, obj)
-                if work.empty():
-                    controller.resync()
-        except grpc.RpcError as err:
-            log.error("policyd call failed", extra={"kind": kind, "error": f"{err.code().name}: {err.details()}"})
-        except RendererError as err:
-            log.error("renderer call failed; the workloads wait for it", extra={"kind": kind, "error": str(err)})
+async def run(args: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    stop, leading, lost = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)  # kopf takes them over while it runs
+    me = leader.identity()
+    namespace = args.leader_election_namespace or leader.default_namespace()
+    lease = leader.elect(
+        namespace,
+        args.lease_duration,
+        me,
+        on_leading=lambda: _set_from_thread(loop, leading),
+        on_lost=lambda: _set_from_thread(loop, lost),
+    )
+    if not await _first(leading, stop):
+        lease.released = True
+        log.info("stopped while standing by")
+        return 0
+    log.info("leading: this replica acts", extra={"identity": me})
+    connection = tls.of(args)
+    policy = policy_pb2_grpc.PolicyServiceStub(connection.channel(args.policyd))
+    renderer = render_pb2_grpc.RendererServiceStub(connection.channel(args.renderer))
+    kube = Kube(client.ApiClient(), me)
+    controller = Controller(
+        kube,
+        CatalogSync(policy, args.policyd),
+        Reconciler(policy, renderer, (args.policyd, args.renderer)),
+        EventRecorder(kube),
+    )
+    operator = asyncio.create_task(lead(controller, stop))
+    waiters = {asyncio.create_task(lost.wait()), asyncio.create_task(stop.wait())}
+    await asyncio.wait({operator, *waiters}, return_when=asyncio.FIRST_COMPLETED)
+    operator.cancel()  # a no-op when it ended (kopf stopped on SIGTERM)
+    with contextlib.suppress(asyncio.CancelledError):
+        await operator
+    for waiter in waiters:
+        waiter.cancel()
+    if lost.is_set():
+        log.error("lost the lease: stopping so that only the new leader acts")
+        return 1
+    await asyncio.to_thread(lease.release)
+    log.info("stopped")
+    return 0
+
+
+def _set_from_thread(loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> None:
+    loop.call_soon_threadsafe(event.set)
+
+
+async def _first(wanted: asyncio.Event, stop: asyncio.Event) -> bool:
+    waiters = {asyncio.create_task(wanted.wait()), asyncio.create_task(stop.wait())}
+    _, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return wanted.is_set()
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="policy-controller", description=__doc__)
-    p.add_argument("--policyd", default="127.0.0.1:50051", help="policyd address")
-    p.add_argument("--renderer", default="unix:/tmp/policy-render.sock", help="renderer sidecar address")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
-    tls.add_flags(p)  # for both connections, when they are host:port
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO)
-    cluster = KubernetesCluster(connect(args.kubeconfig))
-    connection = tls.of(args)
+    args = parse(argv)
+    configure_logging(args.log_level, args.log_format)
+    if args.log_level.lower() != "debug":
+        logging.getLogger("kopf").setLevel(logging.WARNING)  # kopf logs every handled watch event at INFO
     try:
-        policy = policy_pb2_grpc.PolicyServiceStub(connection.channel(args.policyd))
-        renderer = render_pb2_grpc.RendererServiceStub(connection.channel(args.renderer))
-    except tls.TlsFlagError as err:
+        load_configuration(args.kubeconfig)
+        if tls.of(args).tls:
+            tls.of(args).credentials()  # unreadable TLS files are refused before starting
+    except (ConfigError, tls.TlsFlagError) as err:
         print(f"policy-controller: {err}", file=sys.stderr)
         return 2
-    run(Controller(cluster, CatalogSync(policy), Reconciler(policy, renderer)), cluster)
-    return 0
+    return asyncio.run(run(args))
 
 
 if __name__ == "__main__":

@@ -6,14 +6,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RUNTIME_READY = "RuntimeReady"
+RESOLVED = "RuntimeResolved"
+NOT_FOUND = "RuntimeNotFound"
+VALIDATION_ERROR = "RuntimeValidationError"
+ADVISORY = "RuntimeCompatibilityAdvisory"
 
 
 @dataclass(frozen=True)
 class Condition:
-    status: str  # "True" | "False"
+    status: str  # "True" | "False" | "Unknown"
     reason: str
     message: str
     type: str = RUNTIME_READY
+
+    @property
+    def ready(self) -> bool:
+        return self.status == "True"
 
 
 @dataclass(frozen=True)
@@ -30,3 +38,5 @@ class Outcome:
     workloads: tuple[dict[str, Any], ...] = ()
     # failures the manager only logs (OME records no event for them, e.g. a router in MultiNode)
     log_errors: tuple[str, ...] = field(default_factory=tuple)
+    # policyd's catalog revision the answer was decided on
+    catalog_revision: str = ""

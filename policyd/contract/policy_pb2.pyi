@@ -894,16 +894,22 @@ class ApplyObjectsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     OBJECTS_FIELD_NUMBER: _builtins.int
+    REPLACE_FIELD_NUMBER: _builtins.int
+    replace: _builtins.bool
+    """The objects are the whole catalog: every other object is removed (a controller's
+    full sync, which also drops objects deleted while it was not watching).
+    """
     @_builtins.property
     def objects(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Object]: ...
     def __init__(
         self,
         *,
         objects: _abc.Iterable[_resources_pb2.Object] | None = ...,
+        replace: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["objects", b"objects"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["objects", b"objects", "replace", b"replace"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -326,7 +326,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             if isinstance(obj, ServingRuntime):
                 for refusal in decide.catalog_refusals(revision, obj):
                     raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
-        updated, changes = self.state.apply(objects)
+        updated, changes = self.state.replace(objects) if request.replace else self.state.apply(objects)
         return pb.ApplyObjectsResponse(
             catalog_revision=updated.revision,
             runtimes=len(updated.runtimes),

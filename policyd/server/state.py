@@ -232,34 +232,55 @@ class ServingState:
             self._overrides[key] = override
 
     def apply(self, objects: list[CatalogObject]) -> tuple[Catalog, list[Change]]:
-        changes = []
         with self._lock:
-            served: dict[Key, CatalogObject] = {**self.catalog.runtimes, **self.catalog.models}
-            for obj in objects:
-                key = key_of(obj)
-                current = served.get(key)
-                action = "created" if current is None else "unchanged" if current.digest == obj.digest else "configured"
-                if action != "unchanged":
-                    self._record(key, Override("applied", time.time(), obj, self._dir_digest(key)))
-                    served[key] = obj
-                changes.append(Change(key, action, self._dir_files.get(key, "")))
+            changes = self._apply(objects)
             self._publish()
             self.on_changes(dict(self._overrides))
             return self.catalog, changes
 
     def delete(self, keys: list[Key]) -> tuple[Catalog, list[Change]]:
-        changes = []
         with self._lock:
-            served = {*self.catalog.runtimes, *self.catalog.models}
-            for key in keys:
-                present = key in served
-                if present:
-                    self._record(key, Override("deleted", time.time(), None, self._dir_digest(key)))
-                    served.discard(key)
-                changes.append(Change(key, "deleted" if present else "not_found", self._dir_files.get(key, "")))
+            changes = self._delete(keys)
             self._publish()
             self.on_changes(dict(self._overrides))
             return self.catalog, changes
+
+    def replace(self, objects: list[CatalogObject]) -> tuple[Catalog, list[Change]]:
+        """The catalog becomes exactly ``objects``: they are applied and every other object is
+        deleted, in one step (what a controller's audit of the cluster sends)."""
+        with self._lock:
+            keep = {key_of(o) for o in objects}
+            gone = [k for k in (*self.catalog.runtimes, *self.catalog.models) if k not in keep]
+            changes = self._apply(objects) + self._delete(gone)
+            self._publish()
+            self.on_changes(dict(self._overrides))
+            return self.catalog, changes
+
+    def _apply(self, objects: list[CatalogObject]) -> list[Change]:
+        """Callers hold the lock and publish."""
+        changes = []
+        served: dict[Key, CatalogObject] = {**self.catalog.runtimes, **self.catalog.models}
+        for obj in objects:
+            key = key_of(obj)
+            current = served.get(key)
+            action = "created" if current is None else "unchanged" if current.digest == obj.digest else "configured"
+            if action != "unchanged":
+                self._record(key, Override("applied", time.time(), obj, self._dir_digest(key)))
+                served[key] = obj
+            changes.append(Change(key, action, self._dir_files.get(key, "")))
+        return changes
+
+    def _delete(self, keys: list[Key]) -> list[Change]:
+        """Callers hold the lock and publish."""
+        changes = []
+        served = {*self.catalog.runtimes, *self.catalog.models}
+        for key in keys:
+            present = key in served
+            if present:
+                self._record(key, Override("deleted", time.time(), None, self._dir_digest(key)))
+                served.discard(key)
+            changes.append(Change(key, "deleted" if present else "not_found", self._dir_files.get(key, "")))
+        return changes
 
     def overrides(self) -> list[tuple[Key, Override, str]]:
         """The API changes in force over the directory's objects, with each one's file, by key."""

@@ -8,7 +8,7 @@ DIR=$(cd "$1" && pwd)
 for name in kube-apiserver etcd; do
   pid=$(cat "$DIR/$name.pid" 2>/dev/null) || continue
   # only a process of ours: a stale pid file may name someone else's by now
-  if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "^$HERE/bin/$name "; then
+  if tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "^$HERE/bin/$name "; then
     kill -TERM "$pid"
     for _ in $(seq 100); do
       kill -0 "$pid" 2>/dev/null || break

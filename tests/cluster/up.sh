@@ -17,7 +17,7 @@ bash "$HERE/build.sh"
 running() { # running NAME: its pid file names a live process of ours
   local pid
   pid=$(cat "$DIR/$1.pid" 2>/dev/null) || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "^$BIN/$1 "
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "^$BIN/$1 "
 }
 
 wait_for() { # wait_for WHAT SECONDS COMMAND...: until COMMAND succeeds
@@ -86,13 +86,15 @@ wait_for etcd 30 sh -c "curl -sf $ETCD_URL/health | grep -q '\"health\":\"true\"
 # --- kube-apiserver
 # --watch-cache=false: watches are served by etcd, so compacting etcd expires them (410 Gone) as a
 # busy production cluster does; --endpoint-reconciler-type=none: a loopback address may not be
-# the kubernetes Service's endpoint, and nothing here needs it.
+# the kubernetes Service's endpoint, and nothing here needs it; OwnerReferencesPermissionEnforcement
+# (on in OpenShift, for one) checks who may set owner references, so RBAC tests see it.
 if ! running kube-apiserver; then
   setsid "$BIN/kube-apiserver" --etcd-servers "$ETCD_URL" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
     --cert-dir "$DIR/apiserver" \
     --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
     --client-ca-file "$PKI/ca.crt" --authorization-mode RBAC \
+    --enable-admission-plugins OwnerReferencesPermissionEnforcement \
     --service-account-issuer https://kubernetes.default.svc \
     --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
     --service-cluster-ip-range 10.96.0.0/16 --endpoint-reconciler-type none \
@@ -124,14 +126,21 @@ contexts:
 current-context: test
 KUBECONFIG
 
-# --- CRDs: applied server-side (too large for client-side apply's annotation)
+# --- CRDs: applied server-side (too large for client-side apply's annotation); a restart on the
+# same DIR skips those already applied from the same file (a no-op apply of a large CRD takes seconds)
 crds=()
+mkdir -p "$DIR/crds"
 for file in "$SHARED"/data/ome-crds/*.yaml "$SHARED"/data/lws/*.yaml; do
   name=$(awk '/^metadata:/ {m=1; next} m && /^  name:/ {print $2; exit}' "$file")
   crds+=("$name")
+  url=$SERVER/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$name
+  digest=$(sha256sum <"$file" | cut -d' ' -f1)
+  if [ "$(cat "$DIR/crds/$name" 2>/dev/null)" = "$digest" ] && api -o /dev/null "$url"; then
+    continue
+  fi
   api -o /dev/null -X PATCH -H 'Content-Type: application/apply-patch+yaml' --data-binary "@$file" \
-    "$SERVER/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$name?fieldManager=policyd-test-cluster&force=true" ||
-    { echo "up.sh: could not apply $file" >&2; exit 1; }
+    "$url?fieldManager=policyd-test-cluster&force=true" || { echo "up.sh: could not apply $file" >&2; exit 1; }
+  echo "$digest" >"$DIR/crds/$name"
 done
 established() {
   api "$SERVER/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$1" | python3 -c '

@@ -158,3 +158,15 @@ def test_keys_of_unknown_kind_or_without_name(fresh: Harness, rpc: str) -> None:
     request = pb.GetObjectsRequest if rpc == "GetObjects" else pb.DeleteObjectsRequest
     assert_invalid(fresh.call(rpc, request(keys=[MODEL_KEY, pb.ObjectKey(kind="Foo", name="x")])), "keys[1].kind")
     assert_invalid(fresh.call(rpc, request(keys=[pb.ObjectKey(kind="ClusterBaseModel")])), "keys[0].name")
+
+
+def test_apply_objects_with_replace_makes_them_the_whole_catalog(fresh: Harness) -> None:
+    whole = _apply_all(fresh).catalog_revision
+    replaced: pb.ApplyObjectsResponse = fresh.ok(
+        "ApplyObjects", pb.ApplyObjectsRequest(objects=[rpb.Object(model=model_typed())], replace=True)
+    )
+    assert (replaced.runtimes, replaced.models) == (0, 1)
+    got = fresh.ok("GetObjects", pb.GetObjectsRequest(keys=[MODEL_KEY, RUNTIME_KEY, BIG_KEY]))
+    assert [bool(o.manifest) for o in got.objects] == [True, False, False]
+    # the same objects again give the same revision, however the catalog got there
+    assert _apply_all(fresh).catalog_revision == whole

@@ -50,12 +50,16 @@ class Cluster:
     def down(self) -> None:
         subprocess.run(["bash", str(SCRIPTS / "down.sh"), str(self.directory)], check=True)
 
-    def stop_apiserver(self) -> None:
-        """SIGTERM kube-apiserver and wait until it is gone (etcd keeps running)."""
+    def stop_apiserver(self, grace: float = 3.0) -> None:
+        """SIGTERM kube-apiserver, SIGKILL it if it is still there after ``grace`` seconds (it
+        waits up to a minute for clients that stopped reading); etcd keeps running."""
         pid = int((self.directory / "kube-apiserver.pid").read_text())
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        deadline = time.monotonic() + grace
+        while Path(f"/proc/{pid}").exists():
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + 30
             time.sleep(0.1)
 
     def restart_apiserver(self) -> None:

@@ -1,0 +1,151 @@
+"""The controller on kopf: kopf's watches (listing, resuming from the last resourceVersion,
+listing again after 410 Gone, reconnecting after errors) feed the Controller; one worker does
+its work, retrying failed keys with backoff, and audits the catalog now and then."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+from typing import Any
+
+import kopf
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from clients.controller.controller import AUDIT, PRIORITY, Controller, Key, NotReady, Retry
+from clients.controller.kube import CATALOG_KINDS, GROUP, PLURALS, VERSION
+from clients.controller.reconcile import Unavailable
+from clients.controller.workqueue import MAX_DELAY, WorkQueue
+
+log = logging.getLogger("policyd.controller")
+AUDIT_INTERVAL = 300.0  # seconds; a safety net; gaps in a watch trigger an audit at once
+NOT_READY_DELAY = 1.0
+# Failures the controller expects from its peers: reported without a traceback, then retried.
+EXPECTED = (Unavailable, Retry, ApiException, urllib3.exceptions.HTTPError)
+
+
+def settings() -> kopf.OperatorSettings:
+    s = kopf.OperatorSettings()
+    s.posting.enabled = False  # kopf's own events about its handlers: the controller records its own
+    # OME's CRDs are found once at start, not watched: that would need cluster-wide read of every CRD
+    s.scanning.disabled = True
+    s.peering.standalone = True  # one active replica comes from the Lease (leader.py), not kopf's peering
+    s.watching.server_timeout = 300  # watches end and resume from their resourceVersion every 5 minutes
+    s.networking.request_timeout = 60
+    s.queueing.idle_timeout = 1.0  # the handlers only enqueue: idle workers may go, and stopping waits for them
+    s.queueing.exit_timeout = 1.0
+    return s
+
+
+def login(**_: Any) -> kopf.ConnectionInfo:
+    """kopf connects as the kubernetes client was configured (kubectl's lookup, kube.load_configuration)."""
+    config = client.Configuration.get_default_copy()
+    header = config.get_api_key_with_prefix("BearerToken") or config.get_api_key_with_prefix("authorization")
+    scheme, _space, token = (header or "").rpartition(" ")
+    return kopf.ConnectionInfo(
+        server=config.host,
+        ca_path=config.ssl_ca_cert,
+        insecure=not config.verify_ssl,
+        scheme=scheme or None,
+        token=token or None,
+        certificate_path=config.cert_file,
+        private_key_path=config.key_file,
+    )
+
+
+def registry(controller: Controller, queue: WorkQueue) -> kopf.OperatorRegistry:
+    reg = kopf.OperatorRegistry()
+    kopf.on.login(registry=reg)(login)
+    for kind in (*CATALOG_KINDS, "InferenceService"):
+
+        def observe(event: kopf.RawEvent, kind: str = kind, **_: Any) -> None:
+            obj = dict(event["object"])
+            obj.setdefault("kind", kind)  # objects of a listing come without it
+            for key in controller.observe(event["type"], obj):
+                queue.add(key)
+
+        kopf.on.event(GROUP, VERSION, PLURALS[kind], registry=reg, id=f"observe-{PLURALS[kind]}")(observe)
+    return reg
+
+
+def describe(key: Key) -> str:
+    if key == AUDIT:
+        return "catalog audit"
+    kind = "InferenceService" if key[0] == "isvc" else str(key[1])
+    return f"{kind} {'/'.join(str(part) for part in key[-2:] if part)}"
+
+
+async def work(controller: Controller, queue: WorkQueue) -> None:
+    """One key at a time, on a thread (the clients block); never ends on a failure."""
+    while True:
+        key = await queue.get()
+        try:
+            follow_ups = await asyncio.to_thread(controller.process, key)
+        except NotReady:
+            queue.add(key, NOT_READY_DELAY)
+            continue
+        except EXPECTED as err:
+            delay = queue.failed(key)
+            log.error("%s: %s; retrying in %.1fs", describe(key), _reason(err), delay, extra={"retry_in": delay})
+            if not controller.catalog_ready:
+                queue.add(AUDIT, delay)  # refill policyd's catalog first when it is back
+            continue
+        except Exception:  # a bug must not stop the controller's other work; it is logged with its trace
+            delay = queue.failed(key)
+            log.exception("%s failed; retrying in %.1fs", describe(key), delay)
+            continue
+        queue.done(key)
+        for follow_up in follow_ups:
+            queue.add(follow_up)
+
+
+async def audit_periodically(queue: WorkQueue) -> None:
+    while True:
+        await asyncio.sleep(AUDIT_INTERVAL)
+        queue.add(AUDIT)
+
+
+async def lead(controller: Controller, stop: asyncio.Event) -> None:
+    """Run kopf and the worker until kopf stops on SIGTERM (it handles the signal while it runs),
+    ``stop`` is set, or this is cancelled. A watch that keeps failing (a 403, say) ends kopf: it is
+    started again with backoff, the worker going on meanwhile. No stop flag is given to kopf: it
+    would wait for that flag's waiter when stopping on a signal."""
+    queue = WorkQueue(PRIORITY)
+    queue.add(AUDIT)
+    tasks = [asyncio.create_task(work(controller, queue)), asyncio.create_task(audit_periodically(queue))]
+    delay = 1.0
+    try:
+        while not stop.is_set():
+            try:
+                await kopf.operator(registry=registry(controller, queue), settings=settings(), clusterwide=True)
+                return
+            except Exception as err:
+                log.error("the watches stopped: %s; starting them again in %.0fs", _reason(err), delay)
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)  # kopf's handlers went with it
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await stop.wait()
+            delay = min(delay * 2, MAX_DELAY)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, ApiException):
+        return f"Kubernetes API: {err.status} {err.reason}: {_api_message(err)}"
+    return str(err) or type(err).__name__
+
+
+def _api_message(err: ApiException) -> str:
+    try:
+        return str(json.loads(err.body or "{}").get("message", ""))
+    except ValueError:
+        return str(err.body or "")

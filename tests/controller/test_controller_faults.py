@@ -1,0 +1,187 @@
+"""Faults an operator meets: a watch that expires, an API server restart, a controller restart,
+policyd down and back, another field manager, two controllers at once. The controller never
+stops on them; it retries and reports."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import signal
+import socket
+
+import grpc
+from testkit.shared import RULES
+
+from clients.conformance.processes import serving
+from policyd.contract import policy_pb2 as pb
+from policyd.contract import policy_pb2_grpc
+
+from .manifests import (
+    AUTO_ISVC,
+    NAMED_ISVC,
+    NAMED_RUNTIME,
+    auto_isvc,
+    auto_model,
+    auto_runtime,
+    named_isvc,
+    named_model,
+    named_runtime,
+)
+from .support import World, eventually, running
+
+ENGINE = ("Deployment", f"{NAMED_ISVC}-engine")
+
+
+def reason(world: World, name: str) -> str | None:
+    condition = world.runtime_ready(name)
+    return condition["reason"] if condition else None
+
+
+def in_policyd(address: str, kind: str, name: str, namespace: str = "") -> bool:
+    with grpc.insecure_channel(address) as channel:
+        key = pb.ObjectKey(kind=kind, namespace=namespace, name=name)
+        reply = policy_pb2_grpc.PolicyServiceStub(channel).GetObjects(pb.GetObjectsRequest(keys=[key]))
+        return bool(reply.objects[0].manifest)
+
+
+def serving_named(world: World) -> None:
+    world.apply(named_model())
+    world.apply(named_runtime())
+    world.apply(named_isvc())
+    eventually(lambda: reason(world, NAMED_ISVC) == "RuntimeResolved", what="RuntimeResolved")
+
+
+def test_a_runtime_deleted_while_the_watch_was_gone_leaves_policyds_catalog_after_410_gone(world: World) -> None:
+    with running(world) as controller:
+        serving_named(world)
+        assert in_policyd(world.policyd, "ClusterServingRuntime", NAMED_RUNTIME)
+        os.kill(controller.proc.pid, signal.SIGSTOP)  # the controller sees nothing from here on
+        try:
+            world.delete("ClusterServingRuntime", NAMED_RUNTIME)
+            world.apply(auto_runtime())  # more history after the deletion
+            world.cluster.stop_apiserver()  # the controller's watches break...
+            world.cluster.compact_etcd()  # ...and the history they would resume from is gone
+            world.cluster.up()
+        finally:
+            os.kill(controller.proc.pid, signal.SIGCONT)
+        # resuming from its resourceVersion gets 410 Gone: the watch lists again, without the runtime
+        eventually(lambda: controller.logged("listed again after a watch gap"), timeout=60, what="a relisting")
+        eventually(lambda: not in_policyd(world.policyd, "ClusterServingRuntime", NAMED_RUNTIME), what="deleted")
+        eventually(lambda: reason(world, NAMED_ISVC) == "RuntimeNotFound", what="RuntimeNotFound")
+        assert controller.proc.poll() is None
+
+
+def test_the_api_server_restarting_mid_run_is_ridden_out(world: World) -> None:
+    with running(world) as controller:
+        serving_named(world)
+        world.cluster.restart_apiserver()
+        world.apply(auto_model())
+        world.apply(auto_runtime())
+        world.apply(auto_isvc())  # a change after the restart: the watches are back
+        eventually(lambda: reason(world, AUTO_ISVC) == "RuntimeResolved", timeout=60, what="RuntimeResolved")
+        assert controller.proc.poll() is None
+
+
+def test_a_restarted_controller_rewrites_nothing(world: World) -> None:
+    unsupported = copy.deepcopy(named_runtime())
+    unsupported["spec"]["supportedModelFormats"][0]["modelArchitecture"] = "Qwen2ForCausalLM"
+    world.apply(named_model())
+    world.apply(unsupported)
+    world.apply(auto_model())
+    world.apply(auto_runtime())
+    with running(world):
+        world.apply(named_isvc())
+        world.apply(auto_isvc())
+        eventually(lambda: world.events(NAMED_ISVC, "RuntimeCompatibilityAdvisory"), what="the advisory")
+        eventually(lambda: reason(world, AUTO_ISVC) == "RuntimeResolved", what="RuntimeResolved")
+        eventually(lambda: ENGINE in world.workloads(NAMED_ISVC))
+    before = {name: world.isvc(name)["metadata"]["resourceVersion"] for name in (NAMED_ISVC, AUTO_ISVC)}
+    workloads = {k: v["metadata"]["resourceVersion"] for n in before for k, v in world.workloads(n).items()}
+    events = {(e.metadata.name, e.count) for n in before for e in world.events(n)}
+    with running(world):
+        # reconciled in turn after the two it found: once this one is done, so are they
+        later = auto_isvc()
+        later["metadata"]["name"] = "later"
+        world.apply(later)
+        eventually(lambda: reason(world, "later") == "RuntimeResolved", what="the new InferenceService")
+        assert {name: world.isvc(name)["metadata"]["resourceVersion"] for name in before} == before
+        assert {k: v["metadata"]["resourceVersion"] for n in before for k, v in world.workloads(n).items()} == workloads
+        assert {(e.metadata.name, e.count) for n in before for e in world.events(n)} == events
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_policyd_down_is_reported_in_status_and_retried_until_it_is_back(world: World) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    args = ["--rules", str(RULES), "--log-level", "warning"]
+    with contextlib.ExitStack() as first, running(world, policyd=address) as controller:
+        first.enter_context(serving("policyd.server.main", args, address))
+        serving_named(world)
+        first.close()  # policyd stops
+        world.apply(auto_model())
+        world.apply(auto_runtime())
+        world.apply(auto_isvc())
+        condition = eventually(lambda: world.runtime_ready(AUTO_ISVC), what="RuntimeReady")
+        assert (condition["status"], condition["reason"]) == ("Unknown", "PolicyUnavailable")
+        assert condition["message"].startswith(f"policyd at {address}: UNAVAILABLE")
+        assert controller.logged("retrying in")
+        with serving("policyd.server.main", args, address):  # back, with an empty catalog
+            eventually(lambda: reason(world, AUTO_ISVC) == "RuntimeResolved", timeout=60, what="RuntimeResolved")
+            assert reason(world, NAMED_ISVC) == "RuntimeResolved"
+            assert in_policyd(address, "ClusterServingRuntime", NAMED_RUNTIME)
+            assert controller.proc.poll() is None
+
+
+def test_a_field_another_manager_owns_is_left_to_it_and_the_conflict_reported(world: World) -> None:
+    with running(world) as controller:
+        serving_named(world)
+        deployment = eventually(lambda: world.workloads(NAMED_ISVC).get(ENGINE), what="the engine")
+        container = deployment["spec"]["template"]["spec"]["containers"][0]["name"]
+        # someone pins the image with their own apply
+        theirs = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": ENGINE[1], "namespace": world.namespace},
+            "spec": {
+                "template": {"spec": {"containers": [{"name": container, "image": "registry.local/sglang:pinned"}]}}
+            },
+        }
+        world.apply(theirs, manager="platform-team")
+        newer = named_runtime()
+        newer["spec"]["engineConfig"]["runner"]["image"] = "docker.io/lmsysorg/sglang:v0.5.6"
+        world.apply(newer)  # rolls out to the InferenceService that names it: the image conflicts
+        (event,) = eventually(lambda: world.events(NAMED_ISVC, "WorkloadConflict"), what="the conflict event")
+        assert event.type == "Warning"
+        assert f"Deployment {ENGINE[1]}" in event.message and "platform-team" in event.message
+        image = world.workloads(NAMED_ISVC)[ENGINE]["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert image == "registry.local/sglang:pinned"
+        assert eventually(lambda: controller.logged("WorkloadConflict") or controller.logged("conflict with"))
+        assert reason(world, NAMED_ISVC) == "RuntimeResolved"
+
+
+def test_of_two_controllers_one_acts_and_the_other_takes_over_when_it_stops(world: World) -> None:
+    unsupported = copy.deepcopy(named_runtime())
+    unsupported["spec"]["supportedModelFormats"][0]["modelArchitecture"] = "Qwen2ForCausalLM"
+    world.apply(named_model())
+    world.apply(unsupported)
+    first = world.start_controller()
+    eventually(lambda: first.logged("leading"), what="the first leads")
+    second = world.start_controller()
+    eventually(lambda: second.logged("the lease"), what="the second campaigns")
+    world.apply(named_isvc())
+    (event,) = eventually(lambda: world.events(NAMED_ISVC, "RuntimeCompatibilityAdvisory"), what="the advisory")
+    assert event.reporting_instance.endswith(f"_{first.proc.pid}")
+    assert not second.logged("leading")
+    assert first.stop() == 0  # gives the lease up
+    eventually(lambda: second.logged("leading"), timeout=15, what="the second takes over")
+    world.apply(auto_model())
+    world.apply(auto_runtime())
+    world.apply(auto_isvc())
+    eventually(lambda: reason(world, AUTO_ISVC) == "RuntimeResolved", what="the second acts")
+    assert second.stop() == 0

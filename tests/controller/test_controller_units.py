@@ -1,0 +1,110 @@
+"""The controller's pure parts: RuntimeReady's status fields, the work queue's backoff, reading
+policyd's answers (before and after it fills every field of a rejection), the shipped manifests."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from clients.controller import workqueue
+from clients.controller.outcome import Condition
+from clients.controller.reconcile import refusal
+from clients.controller.status import status_update
+from clients.decision import Decision
+from policyd.contract import policy_pb2 as pb
+
+from .support import DEPLOY
+
+READY = Condition("True", "RuntimeResolved", "ClusterServingRuntime rt")
+
+
+def isvc(generation: int = 1, *conditions: dict[str, str], observed: int | None = None) -> dict[str, object]:
+    status: dict[str, object] = {"conditions": list(conditions)}
+    if observed is not None:
+        status["observedGeneration"] = observed
+    return {"metadata": {"name": "svc", "namespace": "demo", "generation": generation}, "status": status}
+
+
+def condition(status: str, reason: str, message: str, at: str) -> dict[str, str]:
+    return {"type": "RuntimeReady", "status": status, "reason": reason, "message": message, "lastTransitionTime": at}
+
+
+def test_runtime_ready_and_observed_generation_are_written_when_missing() -> None:
+    update = status_update(isvc(3), READY, "T1")
+    assert update == {"conditions": [condition("True", READY.reason, READY.message, "T1")], "observedGeneration": 3}
+
+
+def test_nothing_is_written_while_the_status_already_says_it() -> None:
+    current = isvc(3, condition("True", READY.reason, READY.message, "T0"), observed=3)
+    assert status_update(current, READY, "T1") is None
+
+
+def test_last_transition_time_stays_when_only_the_reason_or_message_changes() -> None:
+    current = isvc(1, condition("False", "RuntimeNotFound", "gone", "T0"), observed=1)
+    update = status_update(current, Condition("False", "RuntimeValidationError", "disabled"), "T1")
+    assert update is not None and update["conditions"][0]["lastTransitionTime"] == "T0"
+
+
+def test_last_transition_time_moves_when_the_status_changes_and_other_conditions_stay() -> None:
+    ready = {"type": "Ready", "status": "True", "severity": "Info"}
+    current = isvc(2, ready, condition("False", "RuntimeNotFound", "gone", "T0"), observed=1)
+    update = status_update(current, READY, "T1")
+    assert update == {
+        "conditions": [ready, condition("True", READY.reason, READY.message, "T1")],
+        "observedGeneration": 2,
+    }
+
+
+def test_a_failing_key_backs_off_exponentially_up_to_the_cap() -> None:
+    async def delays() -> list[float]:
+        queue = workqueue.WorkQueue()
+        return [queue.failed(("isvc", "demo", "svc")) for _ in range(10)]
+
+    got = asyncio.run(delays())
+    assert got[:4] == [0.5, 1.0, 2.0, 4.0]
+    assert got[-1] == workqueue.MAX_DELAY
+
+
+def test_a_key_added_twice_is_done_once_and_lower_priorities_go_first() -> None:
+    async def order() -> list[tuple[str, ...]]:
+        queue = workqueue.WorkQueue({"audit": 0, "isvc": 2})
+        for key in [("isvc", "a"), ("audit",), ("isvc", "a"), ("isvc", "b")]:
+            queue.add(key)
+        return [await queue.get() for _ in range(len(queue))]
+
+    assert asyncio.run(order()) == [("audit",), ("isvc", "a"), ("isvc", "b")]
+
+
+def _resolved(rejection: pb.Rejection) -> Decision:
+    return Decision({}, pb.ResolveResponse(rejection=rejection), None, None)
+
+
+def test_a_rejections_condition_reason_and_message_are_written_as_policyd_gives_them() -> None:
+    rejection = pb.Rejection(
+        message="webhook text", condition_reason="RuntimeValidationError", condition_message="runtime rt is disabled"
+    )
+    assert refusal(_resolved(rejection)) == Condition("False", "RuntimeValidationError", "runtime rt is disabled")
+
+
+def test_a_daemon_without_condition_fields_still_gives_validation_errors_and_runtime_not_found() -> None:
+    assert refusal(_resolved(pb.Rejection(message="rt is disabled"))) == Condition(
+        "False", "RuntimeValidationError", "rt is disabled"
+    )
+    selected = Decision({}, None, pb.SelectResponse(error="no runtime found to support model m"), None)
+    assert refusal(selected) == Condition("False", "RuntimeNotFound", "no runtime found to support model m")
+
+
+def test_an_answer_without_a_rejection_is_no_refusal() -> None:
+    assert refusal(_resolved(pb.Rejection())) is None
+    ranked = pb.SelectResponse(ranking=[pb.RankedRuntime(name="rt", kind="ServingRuntime")])
+    assert refusal(Decision({}, None, ranked, None)) is None
+
+
+@pytest.mark.parametrize("path", sorted(DEPLOY.glob("*.yaml")), ids=lambda p: p.name)
+def test_the_shipped_manifests_are_valid_kubernetes(path: Path) -> None:
+    for doc in yaml.safe_load_all(path.read_text()):
+        kubernetes_validate.validate(doc, "1.32", strict=True)
