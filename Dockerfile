@@ -16,4 +16,7 @@ RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 COPY examples/catalog /catalog
 USER 10001
 EXPOSE 50051 9090
-ENTRYPOINT ["policyd", "--catalog", "/catalog", "--listen", "0.0.0.0:50051", "--metrics-port", "9090"]
+# Plaintext on every interface, said explicitly (--insecure), so `docker run -p 50051:50051` works
+# as it did; in production give --tls-cert/--tls-key (and --tls-client-ca, --authz), or run it as
+# clients/controller/deploy/deployment.yaml does (the API on loopback, health for the kubelet).
+ENTRYPOINT ["policyd", "--catalog", "/catalog", "--listen", "0.0.0.0:50051", "--insecure", "--metrics-port", "9090"]

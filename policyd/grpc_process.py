@@ -3,19 +3,25 @@ binding to host:port or a unix socket, announcing readiness, stopping on a signa
 
 from __future__ import annotations
 
+import argparse
 import errno
 import os
 import signal
 import socket
 import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from policyd.tls import is_loopback
+
+DEFAULT_GRACE = 20.0  # seconds for calls in progress at SIGTERM (Kubernetes waits 30 before SIGKILL)
+IDLE_CONNECTION_SECONDS = 300  # a connection without calls for this long is closed (clients reconnect)
 
 
 class ListenError(ValueError):
@@ -50,10 +56,63 @@ def parse_listen(text: str) -> Listen:
     return Listen(text, host=host.removeprefix("[").removesuffix("]"), port=int(port_text))
 
 
-def new_server(workers: int) -> grpc.Server:
-    # gRPC sets SO_REUSEPORT by default, so a second process on a busy port would bind it too
-    # and the two would share the traffic; an operator expects "address already in use".
-    return grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=[("grpc.so_reuseport", 0)])
+def seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+
+
+def add_security_flags(p: argparse.ArgumentParser) -> None:
+    """TLS and plaintext exposure, as policyd and the renderer share them."""
+    p.add_argument("--tls-cert", type=Path, help="serve TLS with this PEM certificate (chain), read again on change")
+    p.add_argument("--tls-key", type=Path, help="the certificate's PEM private key")
+    p.add_argument("--tls-client-ca", type=Path, help="require client certificates signed by this PEM CA (mTLS)")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve plaintext on an address beyond loopback (without TLS, only loopback and unix sockets are served)",
+    )
+    p.add_argument(
+        "--shutdown-grace",
+        type=seconds,
+        default=DEFAULT_GRACE,
+        help="seconds calls in progress get to finish after SIGTERM (%(default)s)",
+    )
+
+
+def new_server(
+    workers: int,
+    max_message_bytes: int = 16 << 20,
+    max_concurrent: int | None = None,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+) -> grpc.Server:
+    """A server with its limits: a larger request is RESOURCE_EXHAUSTED (gRPC's check), and so is a
+    call beyond ``max_concurrent`` in progress or queued."""
+    options = [
+        # gRPC sets SO_REUSEPORT by default, so a second process on a busy port would bind it too
+        # and the two would share the traffic; an operator expects "address already in use".
+        ("grpc.so_reuseport", 0),
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_connection_idle_ms", IDLE_CONNECTION_SECONDS * 1000),
+    ]
+    return grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers),
+        options=options,
+        interceptors=list(interceptors),
+        maximum_concurrent_rpcs=max_concurrent,
+    )
+
+
+def check_exposure(listen: Listen, tls: bool, insecure: bool) -> None:
+    """Plaintext only where nobody else can listen in: loopback or a unix socket, unless ``--insecure``."""
+    if tls or insecure or listen.unix or is_loopback(listen.host):
+        return
+    raise ListenError(
+        f"{listen.text}: plaintext beyond this machine; serve TLS (--tls-cert and --tls-key), listen on "
+        "loopback or a unix socket, or pass --insecure to serve plaintext anyway"
+    )
 
 
 def _check_tcp_free(listen: Listen) -> None:
@@ -89,14 +148,17 @@ def _check_unix_free(listen: Listen) -> None:
     raise ListenError(f"{listen.text}: address already in use")
 
 
-def bind(server: grpc.Server, listen: Listen) -> str:
-    """Bind and give the address actually bound (the real port for ``:0``)."""
+def bind(server: grpc.Server, listen: Listen, credentials: grpc.ServerCredentials | None = None) -> str:
+    """Bind (with TLS given ``credentials``) and give the address actually bound (the real port for ``:0``)."""
     if listen.unix:
         _check_unix_free(listen)
     else:
         _check_tcp_free(listen)
     try:
-        port = server.add_insecure_port(listen.text)
+        if credentials is None:
+            port = server.add_insecure_port(listen.text)
+        else:
+            port = server.add_secure_port(listen.text, credentials)
     except RuntimeError:
         port = 0
     if listen.unix:
@@ -124,12 +186,20 @@ def announce(address: str, ready_file: Path | None) -> None:
         os.replace(partial, ready_file)
 
 
-def wait_for_stop_signal(server: grpc.Server, health_servicer: health.HealthServicer) -> None:
-    """Serve until SIGTERM or SIGINT, then report NOT_SERVING so clients drain, and stop
-    after in-flight calls finish (up to two seconds)."""
+def wait_for_stop_signal(
+    server: grpc.Server,
+    health_servicer: health.HealthServicer,
+    grace: float = DEFAULT_GRACE,
+    drain: Callable[[float], float] | None = None,
+) -> None:
+    """Serve until SIGTERM or SIGINT, then report NOT_SERVING so clients drain, refuse new calls,
+    and stop once the calls already accepted finish (up to ``grace`` seconds in all; ``drain``
+    refuses and waits first, giving back the grace left)."""
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
     stopping.wait()
     health_servicer.enter_graceful_shutdown()
-    server.stop(grace=2).wait()
+    if drain is not None:
+        grace = drain(grace)
+    server.stop(grace=grace).wait()

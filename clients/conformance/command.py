@@ -8,10 +8,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from clients import tls
 from clients.conformance.cases import case_files, load_case
 from clients.conformance.processes import StartError, serving
 from clients.conformance.runner import Stubs, run_case
-from clients.policyctl.connection import policy_stub, renderer_stub
+from clients.policyctl.connection import PLAINTEXT, policy_stub, renderer_stub
 from clients.policyctl.output import Result
 
 
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace) -> Result:
             for path in files:
                 record(str(path), path, ["not run: the daemon or the renderer did not start"])
         else:
-            stubs = Stubs(policy_stub(address), renderer_stub(renderer))
+            connection = tls.of(args) if args.address_given else PLAINTEXT  # its own daemon is plaintext
+            stubs = Stubs(policy_stub(address, connection), renderer_stub(renderer, connection))
             for path in files:
                 case = load_case(path)
                 record(case.name, path, run_case(case, stubs))

@@ -11,9 +11,9 @@ import logging
 import signal
 import sys
 
-import grpc
 from kubernetes import client
 
+from clients import tls
 from clients.controller import leader
 from clients.controller.catalog_sync import CatalogSync
 from clients.controller.controller import Controller
@@ -50,6 +50,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-format", choices=("json", "text"), default="json")
+    tls.add_flags(p)  # --tls-ca/--tls-cert/--tls-key/--request-timeout: both connections, when host:port
     args = p.parse_args(argv)
     if args.lease_duration < 3:
         p.error("--lease-duration: must be at least 3 seconds")
@@ -75,8 +76,9 @@ async def run(args: argparse.Namespace) -> int:
         log.info("stopped while standing by")
         return 0
     log.info("leading: this replica acts", extra={"identity": me})
-    policy = policy_pb2_grpc.PolicyServiceStub(grpc.insecure_channel(args.policyd))
-    renderer = render_pb2_grpc.RendererServiceStub(grpc.insecure_channel(args.renderer))
+    connection = tls.of(args)
+    policy = policy_pb2_grpc.PolicyServiceStub(connection.channel(args.policyd))
+    renderer = render_pb2_grpc.RendererServiceStub(connection.channel(args.renderer))
     kube = Kube(client.ApiClient(), me)
     controller = Controller(
         kube,
@@ -119,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("kopf").setLevel(logging.WARNING)  # kopf logs every handled watch event at INFO
     try:
         load_configuration(args.kubeconfig)
-    except ConfigError as err:
+        if tls.of(args).tls:
+            tls.of(args).credentials()  # unreadable TLS files are refused before starting
+    except (ConfigError, tls.TlsFlagError) as err:
         print(f"policy-controller: {err}", file=sys.stderr)
         return 2
     return asyncio.run(run(args))

@@ -14,6 +14,7 @@ import grpc
 import yaml
 from google.protobuf import json_format
 
+from clients import tls
 from clients.decision import decide, from_catalog, placed_on, render_request
 from clients.policyctl import inputs
 from clients.policyctl.connection import Caller, as_objects, renderer_stub
@@ -28,7 +29,7 @@ class UsageError(Exception):
 
 
 def caller(args: argparse.Namespace) -> Caller:
-    return Caller(args.address, args.validate)
+    return Caller(args.address, args.validate, tls.of(args))
 
 
 def _subject(args: argparse.Namespace) -> tuple[dict[str, Any], list[inputs.Document]]:
@@ -111,8 +112,13 @@ def explain(args: argparse.Namespace) -> Result:
         rows,
         title=f"MODEL {reply.model_name} {reply.model_format} {_revisions(reply.revisions)}",
         names=[object_name(v.kind, v.name) for v in reply.runtimes],
-        warnings=call.warnings,
+        warnings=[*call.warnings, *_omitted(reply.runtimes_omitted, "runtimes")],
     )
+
+
+def _omitted(count: int, what: str) -> list[str]:
+    """The warning for an answer policyd cut to keep it within what a client takes."""
+    return [f"… and {count:,} more {what}, left out of the answer (it is kept within 4 MiB)"] if count else []
 
 
 def select(args: argparse.Namespace) -> Result:
@@ -139,7 +145,7 @@ def select(args: argparse.Namespace) -> Result:
         columns,
         rows,
         names=[object_name(r.kind, r.name) for r in reply.ranking],
-        warnings=[*call.warnings, *reply.warnings],
+        warnings=[*call.warnings, *reply.warnings, *_omitted(reply.excluded_omitted, "excluded runtimes")],
         errors=[refusal] if not reply.ranking and refusal else [],
         code=0 if reply.ranking else 1,
     )
@@ -261,11 +267,11 @@ def render(args: argparse.Namespace) -> Result:
 
     request = render_request(decision, manifests, placed_on(args.accelerator_class))
     try:
-        reply = renderer_stub(args.renderer).Render(request)
+        reply = renderer_stub(args.renderer, tls.of(args)).Render(request)
     except grpc.RpcError as err:
         if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAVAILABLE:
             raise inputs.InputError(
-                f"cannot reach the renderer at {args.renderer} (start it with `policy-render`)"
+                f"cannot reach the renderer at {args.renderer}: UNAVAILABLE (start it with `policy-render`)"
             ) from None
         raise
     objects = [json.loads(o) for o in reply.objects]

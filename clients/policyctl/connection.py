@@ -14,6 +14,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from clients.tls import Connection
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
@@ -25,12 +26,15 @@ WARNING_KEY = "policyd-warning"
 Resp = TypeVar("Resp", bound=Message)
 
 
-def policy_stub(address: str) -> policy_pb2_grpc.PolicyServiceStub:
-    return policy_pb2_grpc.PolicyServiceStub(grpc.insecure_channel(address))
+PLAINTEXT = Connection()
 
 
-def renderer_stub(address: str) -> render_pb2_grpc.RendererServiceStub:
-    return render_pb2_grpc.RendererServiceStub(grpc.insecure_channel(address))
+def policy_stub(address: str, connection: Connection = PLAINTEXT) -> policy_pb2_grpc.PolicyServiceStub:
+    return policy_pb2_grpc.PolicyServiceStub(connection.channel(address))
+
+
+def renderer_stub(address: str, connection: Connection = PLAINTEXT) -> render_pb2_grpc.RendererServiceStub:
+    return render_pb2_grpc.RendererServiceStub(connection.channel(address))
 
 
 def as_objects(docs: list[dict[str, Any]]) -> list[rpb.Object]:
@@ -41,9 +45,9 @@ class Caller:
     """Calls policyd with the user's field validation (Strict, Warn or Ignore) and keeps the
     warnings the daemon sends back, to print on stderr."""
 
-    def __init__(self, address: str, validation: str = "Warn") -> None:
+    def __init__(self, address: str, validation: str = "Warn", connection: Connection = PLAINTEXT) -> None:
         self.address = address
-        self.stub = policy_stub(address)
+        self.stub = policy_stub(address, connection)
         self.validation = validation
         self.warnings: list[str] = []
 
@@ -82,6 +86,8 @@ def rpc_error(err: grpc.RpcError, address: str) -> list[str]:
     code = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
     if code == grpc.StatusCode.UNAVAILABLE:
         return [f"cannot reach policyd at {address} (start it with `policyd`, or pass --address)"]
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED and "policyd" not in (err.details() or ""):
+        return [f"policyd at {address} did not answer in time (--request-timeout)"]
     details = err.details() if isinstance(err, grpc.Call) else str(err)
     violations = _violations(err)
     if len(violations) > 1:

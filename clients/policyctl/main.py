@@ -12,6 +12,7 @@ from typing import NoReturn
 
 import grpc
 
+from clients import tls
 from clients.conformance import command as conformance
 from clients.policyctl import catalogcmds, commands, rulecmds, whatifcmds
 from clients.policyctl.connection import DEFAULT_ADDRESS, DEFAULT_RENDERER, rpc_error
@@ -58,6 +59,7 @@ def _common() -> _Parser:
     p.add_argument("--strict", dest="validate", action="store_const", const="Strict", help="same as --validate=strict")
     p.add_argument("--kubeconfig", help="kubeconfig for reading InferenceServices from the cluster")
     p.add_argument("--context", help="kubeconfig context")
+    tls.add_flags(p)
     return p
 
 
@@ -204,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except grpc.RpcError as err:
         return _error(rpc_error(err, args.address), getattr(args, "failed", 1))
-    except (InputError, InvalidInput, OutputError) as err:
+    except (InputError, InvalidInput, OutputError, tls.TlsFlagError) as err:
         return _error([str(err)], getattr(args, "failed", 1))
     except KeyboardInterrupt:
         return 130  # as a shell reports a command ended by Ctrl-C; no traceback

@@ -8,25 +8,49 @@ from pathlib import Path
 
 from clients.renderer.service import RendererServicer
 from policyd.contract import render_pb2, render_pb2_grpc
-from policyd.grpc_process import ListenError, add_health, announce, bind, new_server, parse_listen, wait_for_stop_signal
+from policyd.grpc_process import (
+    ListenError,
+    add_health,
+    add_security_flags,
+    announce,
+    bind,
+    check_exposure,
+    new_server,
+    parse_listen,
+    wait_for_stop_signal,
+)
+from policyd.server.gate import Gate
+from policyd.server.limits import Limits
+from policyd.tls import ServerTls, TlsError, files_of
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="policy-render", description=__doc__)
     p.add_argument("--listen", default="unix:/tmp/policy-render.sock", help="unix:PATH or host:port")
     p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
+    add_security_flags(p)
     args = p.parse_args(argv)
-    server = new_server(4)
+    service = render_pb2.DESCRIPTOR.services_by_name["RendererService"].full_name
+    limits = Limits()
+    gate = Gate((service,), limits)
+    server = new_server(4, limits.max_message_bytes, limits.max_concurrent, [gate])
     render_pb2_grpc.add_RendererServiceServicer_to_server(RendererServicer(), server)
-    health_servicer = add_health(server, [render_pb2.DESCRIPTOR.services_by_name["RendererService"].full_name])
+    health_servicer = add_health(server, [service])
     try:
-        address = bind(server, parse_listen(args.listen))
+        files = files_of(args.tls_cert, args.tls_key, args.tls_client_ca)
+        credentials = ServerTls(files).credentials() if files is not None else None
+        listen = parse_listen(args.listen)
+        check_exposure(listen, credentials is not None, args.insecure)
+        address = bind(server, listen, credentials)
+    except TlsError as err:
+        print(f"policy-render: cannot start: {err}", file=sys.stderr)
+        return 2
     except ListenError as err:
         print(f"policy-render: cannot listen on {err}", file=sys.stderr)
         return 2
     server.start()
     announce(address, args.ready_file)
-    wait_for_stop_signal(server, health_servicer)
+    wait_for_stop_signal(server, health_servicer, args.shutdown_grace, gate.drain)
     return 0
 
 

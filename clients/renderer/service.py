@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -14,6 +16,8 @@ from policyd.contract import render_pb2 as pb
 from policyd.errors import InvalidInput
 from policyd.resources.proto import isvc_manifest, object_manifest
 from policyd.semantics.modes import COMPONENTS, MODES, EffectiveMode
+
+log = logging.getLogger("policy-render")
 
 
 def chosen_accelerator_config(runtime: Mapping[str, Any], entry_index: int) -> Mapping[str, Any] | None:
@@ -73,5 +77,12 @@ class RendererServicer(render_pb2_grpc.RendererServiceServicer):
             inp = render_request(request)
         except InvalidInput as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        result = render(inp)
+        try:
+            result = render(inp)
+        except InvalidInput as err:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        except Exception:  # never a bare UNKNOWN: the traceback goes to the log, with an id to find it
+            request_id = uuid.uuid4().hex[:16]
+            log.exception("internal error", extra={"rpc": "Render", "request_id": request_id})
+            context.abort(grpc.StatusCode.INTERNAL, f"internal error; see the renderer log for request id {request_id}")
         return pb.RenderResponse(objects=[json.dumps(o, sort_keys=True) for o in result.objects], errors=result.errors)

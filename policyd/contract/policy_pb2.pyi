@@ -245,8 +245,13 @@ class SelectResponse(_message.Message):
     EXCLUDED_FIELD_NUMBER: _builtins.int
     REVISIONS_FIELD_NUMBER: _builtins.int
     REJECTION_FIELD_NUMBER: _builtins.int
+    EXCLUDED_OMITTED_FIELD_NUMBER: _builtins.int
     error: _builtins.str
     """OME's message when no runtime can be selected; empty otherwise."""
+    excluded_omitted: _builtins.int
+    """How many excluded runtimes were left out of `excluded` to keep the answer within 4 MiB
+    (what a default gRPC client takes); `error` then ends its list with "… and N more".
+    """
     @_builtins.property
     def ranking(self) -> _containers.RepeatedCompositeFieldContainer[Global___RankedRuntime]:
         """Auto-selectable runtimes, best first."""
@@ -276,10 +281,11 @@ class SelectResponse(_message.Message):
         excluded: _abc.Iterable[Global___RuntimeVerdict] | None = ...,
         revisions: Global___Revisions | None = ...,
         rejection: Global___Rejection | None = ...,
+        excluded_omitted: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["rejection", b"rejection", "revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "excluded", b"excluded", "ranking", b"ranking", "rejection", b"rejection", "revisions", b"revisions", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "excluded", b"excluded", "excluded_omitted", b"excluded_omitted", "ranking", b"ranking", "rejection", b"rejection", "revisions", b"revisions", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -347,9 +353,12 @@ class ExplainResponse(_message.Message):
     MODEL_FORMAT_FIELD_NUMBER: _builtins.int
     MODEL_NAME_FIELD_NUMBER: _builtins.int
     REVISIONS_FIELD_NUMBER: _builtins.int
+    RUNTIMES_OMITTED_FIELD_NUMBER: _builtins.int
     model_format: _builtins.str
     """The model's OME format label, e.g. mt:safetensors:1.0.0:LlamaForCausalLM:transformers:4.46.0."""
     model_name: _builtins.str
+    runtimes_omitted: _builtins.int
+    """How many runtimes (the last in order) were left out of `runtimes` to keep the answer within 4 MiB."""
     @_builtins.property
     def runtimes(self) -> _containers.RepeatedCompositeFieldContainer[Global___RuntimeVerdict]: ...
     @_builtins.property
@@ -361,10 +370,11 @@ class ExplainResponse(_message.Message):
         model_format: _builtins.str = ...,
         model_name: _builtins.str = ...,
         revisions: Global___Revisions | None = ...,
+        runtimes_omitted: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["model_format", b"model_format", "model_name", b"model_name", "revisions", b"revisions", "runtimes", b"runtimes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["model_format", b"model_format", "model_name", b"model_name", "revisions", b"revisions", "runtimes", b"runtimes", "runtimes_omitted", b"runtimes_omitted"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

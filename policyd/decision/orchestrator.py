@@ -205,6 +205,20 @@ def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record
     return _none_selectable(revision, base, scope, verdicts)
 
 
+# OME lists every excluded runtime; past this many characters the list ends "… and N more", so the
+# answer stays one a client can take (thousands of runtimes, not tens of thousands).
+LISTED_TEXT_LIMIT = 256 << 10
+
+
+def _listed(items: Sequence[str], separator: str) -> str:
+    length = 0
+    for i, item in enumerate(items):
+        length += len(item) + len(separator)
+        if length > LISTED_TEXT_LIMIT:
+            return separator.join([*items[:i], f"… and {len(items) - i:,} more"])
+    return separator.join(items)
+
+
 def _none_selectable(
     revision: Revision,
     base: Record,
@@ -227,7 +241,9 @@ def _none_selectable(
             for v in excluded
             if v.reason is not None
         ]
-        text += templates.render(messages["excluded_runtimes"], {"list": messages["excluded_separator"].join(items)})
+        text += templates.render(
+            messages["excluded_runtimes"], {"list": _listed(items, messages["excluded_separator"])}
+        )
     kind = policy.kinds[policy.none_selectable]
     found = Refusal(policy.none_selectable, text, "spec.model.name", kind.condition_reason, text, "", 0)
     return Selection((), found, (), excluded, tuple(verdicts))

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import durable.engine
+import durable_rules_engine
 
 from policyd.facts.fields import FIELDS, LIST, SCOPES
 from policyd.policy.model import Rule
@@ -87,6 +88,19 @@ class RuleEngine:
         # cross their results, so one batch runs at a time (memo hits need no engine at all).
         self._engine_lock = threading.Lock()
         self._host = _Host(definitions, self._fired)
+        self._closed = False
+
+    def close(self) -> None:
+        """Free this engine's rulesets, which durable-rules keeps until told (a reload's old
+        revision would otherwise stay in memory for good). Memoised judgements still answer."""
+        with self._engine_lock:
+            if self._closed:
+                return
+            self._closed = True
+            for ruleset in self._host._ruleset_directory.values():
+                durable_rules_engine.delete_ruleset(ruleset._handle)
+            self._host._ruleset_directory.clear()
+            self._host._ruleset_list.clear()
 
     def _fired(self, action: str, message: Mapping[str, Any]) -> None:
         # a condition with alternatives ($or) may match one fact more than once
@@ -110,6 +124,8 @@ class RuleEngine:
                 todo[key] = i
         if todo:
             with self._engine_lock:
+                if self._closed:
+                    raise RuntimeError("this rules revision was closed after a reload")
                 fresh = self._run(compiled, [records[i] for i in todo.values()])
             with self._lock:
                 if len(memo) > _MEMO_LIMIT:

@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from policyd.errors import InvalidInput
 from policyd.facts.fields import BOOL, ENTRY, FIELDS, LINT_SCOPES, RUNTIME, fields_of
 from policyd.policy import templates
 from policyd.policy.conditions import ConditionError, compile_condition, negate
@@ -31,9 +32,10 @@ from policyd.policy.model import (
     RuleTest,
     Scoring,
 )
-from policyd.resources.manifests import SAFE_LOADER
+from policyd.resources import safe_yaml
 
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
+MAX_RULE_FILE_BYTES = 16 << 20
 # package data: policyd/rules links to the checkout's rules/, and a wheel ships them there
 BUNDLED_RULES = (Path(__file__).resolve().parents[1] / "rules").resolve()
 SETTINGS = ("messages", "kinds", "scoring", "ranking", "selection")
@@ -73,7 +75,7 @@ def schema() -> dict[str, Any]:
 
 def _item_lines(text: str) -> dict[str, list[int]]:
     """1-based line of each item of the top-level ``rules`` and ``groups`` lists."""
-    node = yaml.compose(text, Loader=SAFE_LOADER)
+    node = yaml.compose(text, Loader=safe_yaml.BASE_LOADER)
     if not isinstance(node, yaml.MappingNode):
         return {}
     return {
@@ -97,16 +99,31 @@ def directory_texts(directory: Path) -> list[RuleText]:
     files = rule_files(directory)
     if not files:
         raise RuleFileError(str(directory), "no rule files (*.yaml) in the rules directory")
-    return [(str(path), path.read_text()) for path in files]
+    return [(str(path), _text(path)) for path in files]
+
+
+def _text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise RuleFileError(str(path), f"cannot read: {err.strerror or err}") from None
+    if len(data) > MAX_RULE_FILE_BYTES:
+        raise RuleFileError(str(path), f"is {len(data):,} bytes, more than the limit of {MAX_RULE_FILE_BYTES:,}")
+    try:
+        return data.decode()
+    except UnicodeDecodeError as err:
+        raise RuleFileError(str(path), f"not UTF-8: byte {data[err.start]:#04x} at offset {err.start}") from None
 
 
 def _read(name: str, text: str) -> tuple[dict[str, Any], dict[str, list[int]]]:
+    if len(text.encode()) > MAX_RULE_FILE_BYTES:
+        raise RuleFileError(name, f"is more than the limit of {MAX_RULE_FILE_BYTES:,} bytes")
     try:
-        doc = yaml.load(text, Loader=SAFE_LOADER)
+        doc = safe_yaml.load_one(text, "")  # limits first: the line numbers below compose the text again
         lines = _item_lines(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise RuleFileError(name, f"not valid YAML: {err}", line=mark.line + 1 if mark else 0) from None
+    except InvalidInput as err:
+        line = err.line if isinstance(err, safe_yaml.YamlRefused) else 0
+        raise RuleFileError(name, str(err), line=line) from None
     doc = {} if doc is None else doc
     validator = jsonschema.Draft202012Validator(schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))

@@ -7,10 +7,12 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import yaml
+from google.protobuf import json_format
 
+from policyd.contract import resources_pb2 as rpb
 from policyd.errors import InvalidInput
 from policyd.resources import fields as f
+from policyd.resources import safe_yaml
 from policyd.resources.objects import (
     ACCELERATOR_CLASS_KIND,
     ISVC_KIND,
@@ -39,23 +41,24 @@ OME_GROUP = "ome.io/"
 API_VERSION = "ome.io/v1beta1"
 DEFAULT_NAMESPACE = "default"  # where a namespaced manifest without metadata.namespace lives, as with kubectl
 ACCELERATOR_CLASS_ANNOTATION = "ome.io/accelerator-class"
-# libyaml's safe loader when the platform has it: catalogs and rule reloads parse a lot of YAML.
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 Resource = BaseModel | ServingRuntime | InferenceService | AcceleratorClass
 KINDS = (*MODEL_KINDS, *RUNTIME_KINDS, ISVC_KIND, ACCELERATOR_CLASS_KIND)
+INT32 = (-(2**31), 2**31 - 1)
+# A runtime's scores are sums of (format weight + framework weight) x priority over its entries, in
+# 64 bits on the wire: the weights and priorities it declares must keep that sum within them.
+MAX_SCORE = 2**62
+RULE_SCORING_LIMIT = 1_000_000  # rulefile.schema.json's maximum for scoring's weights and priority
 
 
-def load_yaml(text: str, source: str = "input") -> list[Any]:
-    """Every non-empty document of a (multi-document) YAML or JSON text."""
-    try:
-        return [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]
-    except yaml.YAMLError as err:
-        raise InvalidInput(source, f"not valid YAML: {err}") from None
+def load_yaml(text: str, source: str = "input", values: str | None = None) -> list[Any]:
+    """Every non-empty document of a (multi-document) YAML or JSON text, parsed with limits
+    into values JSON can carry (policyd.resources.safe_yaml)."""
+    return safe_yaml.load_all(text, source, values=values)
 
 
-def load_documents(text: str, source: str = "input") -> list[dict[str, Any]]:
+def load_documents(text: str, source: str = "input", values: str | None = None) -> list[dict[str, Any]]:
     """Every document, each of which must be a manifest (an object)."""
-    docs = load_yaml(text, source)
+    docs = load_yaml(text, source, values)
     for i, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise InvalidInput(f"{source}[{i}]", "a manifest must be an object")
@@ -116,6 +119,9 @@ def _versioned(doc: Mapping[str, Any] | None, path: str, entry: bool) -> Version
     name = f.string(doc, "name", f"{path}.name", required=entry)
     version = f.string(doc, "version", f"{path}.version")
     weight = f.integer(doc, "weight", f"{path}.weight")
+    if weight is not None and not INT32[0] <= weight <= INT32[1]:
+        # the CRD says int64; the contract (VersionedName.weight) and the score carry 32 bits
+        raise InvalidInput(f"{path}.weight", f"must be between {INT32[0]} and {INT32[1]}, got {weight}")
     return VersionedName(
         name=name,
         version=version,
@@ -209,8 +215,31 @@ def _entry(doc: Any, index: int) -> Entry:
         else f.boolean(doc, "autoSelect", f"{path}.autoSelect", False),
         priority=_priority(doc, f"{path}.priority"),
         pipeline=_pipeline(doc, f"{path}.diffusionPipeline"),
-        accelerator_config=f.obj(doc, "acceleratorConfig", f"{path}.acceleratorConfig") or {},
+        accelerator_config=_accelerator_config(doc, f"{path}.acceleratorConfig"),
     )
+
+
+def _accelerator_config(doc: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    """acceleratorConfig, each class's settings checked against the contract's message (what
+    answers carry): a word where an integer belongs is refused here, not in a later answer."""
+    config = f.obj(doc, "acceleratorConfig", path) or {}
+    for name, settings in config.items():
+        try:
+            json_format.ParseDict(settings, rpb.AcceleratorModelConfig(), ignore_unknown_fields=True)
+        except (json_format.ParseError, TypeError, ValueError) as err:
+            raise InvalidInput(f"{path}.{name}", str(err)) from None
+    return config
+
+
+def _check_scores(entries: tuple[Entry, ...]) -> None:
+    # a rule file's default and zero weights and default priority are at most RULE_SCORING_LIMIT
+    low = RULE_SCORING_LIMIT
+    bound = sum(
+        (max(abs(e.format.weight), low) + max(abs(e.framework.weight), low)) * max(e.priority or 0, low)
+        for e in entries
+    )
+    if bound > MAX_SCORE:
+        raise InvalidInput("spec.supportedModelFormats", "weights and priorities give scores beyond 64 bits")
 
 
 def _priority(doc: Mapping[str, Any], path: str) -> int | None:
@@ -254,6 +283,7 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
     entries = tuple(
         _entry(e, i) for i, e in enumerate(f.items(spec, "supportedModelFormats", "spec.supportedModelFormats"))
     )
+    _check_scores(entries)
     size_range = None
     if (rng := f.obj(spec, "modelSizeRange", "spec.modelSizeRange")) is not None:
         low = f.string(rng, "min", "spec.modelSizeRange.min")

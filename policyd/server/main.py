@@ -10,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import NoReturn
 
+import grpc
 from grpc_health.v1 import health
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
@@ -19,17 +20,25 @@ from policyd.grpc_process import (
     Listen,
     ListenError,
     add_health,
+    add_security_flags,
     announce,
     bind,
+    check_exposure,
     new_server,
     parse_listen,
+    seconds,
     wait_for_stop_signal,
 )
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.server import observability as obs
+from policyd.server.authz import Authorizer, AuthzError
+from policyd.server.gate import Gate
+from policyd.server.limits import Limits
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
+from policyd.server.statedir import StateDir, StateDirError
 from policyd.server.watch import Watcher
+from policyd.tls import ServerTls, TlsError, files_of
 
 log = logging.getLogger("policyd")
 DEFAULT_RULES = BUNDLED_RULES
@@ -119,10 +128,52 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=64,
         help="memory for cached decisions, 0 for no cache (%(default)s)",
     )
+    add_security_flags(p)
+    add_limit_flags(p)
     args = p.parse_args(argv)
-    if args.watch_interval <= 0:
-        p.error(f"argument --watch-interval: must be more than 0, got {args.watch_interval}")
+    for name in ("watch_interval", "call_timeout"):
+        if getattr(args, name) <= 0:
+            p.error(f"argument --{name.replace('_', '-')}: must be more than 0, got {getattr(args, name)}")
+    if args.shutdown_grace < 0:
+        p.error(f"argument --shutdown-grace: must be 0 or more, got {args.shutdown_grace}")
     return args
+
+
+def add_limit_flags(p: argparse.ArgumentParser) -> None:
+    d = Limits()
+    p.add_argument("--authz", type=Path, help="YAML file of read: and write: client identity lists (see README)")
+    p.add_argument(
+        "--health-listen",
+        type=_listen,
+        help="also serve gRPC health checking alone, plaintext, here (for kubelet probes: host:port)",
+    )
+    p.add_argument("--metrics-host", help="host the metrics endpoint binds (default: the --listen host)")
+    p.add_argument(
+        "--max-message-bytes", type=_at_least(1024), default=d.max_message_bytes, help="largest request (%(default)s)"
+    )
+    p.add_argument(
+        "--max-objects", type=_at_least(1), default=d.max_objects, help="objects or keys in one request (%(default)s)"
+    )
+    p.add_argument(
+        "--max-manifest-bytes", type=_at_least(1024), default=d.max_manifest_bytes, help="one manifest (%(default)s)"
+    )
+    p.add_argument(
+        "--max-concurrent-rpcs",
+        type=_at_least(1),
+        default=d.max_concurrent,
+        help="calls in progress or queued; more are RESOURCE_EXHAUSTED (%(default)s)",
+    )
+    p.add_argument(
+        "--call-timeout",
+        type=seconds,
+        default=d.call_timeout,
+        help="seconds a call may run, when the client's deadline is later or unset (%(default)s)",
+    )
+    p.add_argument(
+        "--state-dir",
+        type=Path,
+        help="keep the last good rules and the API's catalog changes here, to start from after a restart",
+    )
 
 
 def _record_reload(attempt: ReloadAttempt) -> None:
@@ -152,11 +203,15 @@ def _record_catalog(state: ServingState) -> None:
         obs.CATALOG_SIZE.labels(kind).set(sum(1 for k in catalog.models if k[0] == kind))
     obs.CATALOG_SIZE.labels("InferenceService").set(len(catalog.inference_services))
     obs.CATALOG_SIZE.labels("AcceleratorClass").set(len(catalog.accelerator_classes))
-    obs.CATALOG_ERRORS.set(len(state.catalog_errors))
+    obs.CATALOG_ERRORS.set(len(state.catalog_errors) - len(state.catalog_faults))
+    obs.CATALOG_FAULTS.set(len(state.catalog_faults))
 
 
-def _metrics_host(listen: Listen) -> str:
-    """The host --listen binds; loopback for a unix socket (nothing else was asked to be reachable)."""
+def _metrics_host(listen: Listen, host: str | None = None) -> str:
+    """--metrics-host, else the host --listen binds; loopback for a unix socket (nothing else was
+    asked to be reachable)."""
+    if host:
+        return host
     return "127.0.0.1" if listen.unix else listen.host
 
 
@@ -164,8 +219,8 @@ class StartError(Exception):
     pass
 
 
-def _start_metrics(port: int, listen: Listen) -> None:
-    host = _metrics_host(listen)
+def _start_metrics(port: int, listen: Listen, metrics_host: str | None) -> None:
+    host = _metrics_host(listen, metrics_host)
     try:
         start_http_server(port, addr=host, registry=obs.REGISTRY)
     except OSError as err:
@@ -192,35 +247,72 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     decisions = _decision_log(args.decision_log)
+    kept = _state_dir(args)
+    holder: list[ServingState] = []
+
+    def on_reload(attempt: ReloadAttempt) -> None:
+        _record_reload(attempt)
+        if attempt.ok and kept is not None and holder:
+            kept.keep_rules(holder[0].revision)
+
     try:
-        state = ServingState(args.rules, args.catalog, _record_reload, args.decision_cache_mb << 20)
+        state = ServingState(
+            args.rules,
+            args.catalog,
+            on_reload,
+            args.decision_cache_mb << 20,
+            kept.last_good_rules() if kept is not None else None,
+            kept.load_changes() if kept is not None else None,
+        )
     except RuleFileError as err:
         raise StartError(f"rules refused: {err}") from None
+    holder.append(state)
     _record_reload(state.last_attempt)
+    if not state.last_attempt.ok:
+        print(
+            f"policyd: rules refused: {state.last_attempt.error}; serving the last good revision "
+            f"{state.revision.id} kept in {args.state_dir}",
+            file=sys.stderr,
+        )
+    if kept is not None:
+        if state.last_attempt.ok:
+            kept.keep_rules(state.revision)
+        state.on_changes = kept.save_changes
     _record_catalog(state)
+    state.on_catalog = lambda: _record_catalog(state)
     for error in state.catalog_errors:
         print(f"policyd: catalog: {error}", file=sys.stderr)
 
-    server = new_server(args.workers)
-    policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, decisions), server)
+    limits = Limits(
+        args.max_message_bytes, args.max_objects, args.max_manifest_bytes, args.max_concurrent_rpcs, args.call_timeout
+    )
+    credentials = server_credentials(args)
+    try:
+        authorizer = Authorizer(args.authz) if args.authz is not None else None
+    except AuthzError as err:
+        raise StartError(f"--authz: {err}") from None
     service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
+    gate = Gate((service,), limits, authorizer)
+    server = new_server(args.workers, limits.max_message_bytes, limits.max_concurrent, [gate])
+    policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, decisions), server)
     health_servicer = add_health(server, [service])
     reflection.enable_server_reflection((service, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    try:
-        address = bind(server, args.listen)
-    except ListenError as err:
-        raise StartError(f"cannot listen on {err}") from None
+    address = listen_on(server, args.listen, credentials, args.insecure)
+    probes = None
+    if args.health_listen is not None:
+        probes = new_server(1, 1 << 16)
+        probe_health = add_health(probes, [service])
+        # health alone: nothing to hide, and kubelet probes speak plaintext
+        listen_on(probes, args.health_listen, None, True)
     if args.metrics_port:
-        _start_metrics(args.metrics_port, args.listen)
+        _start_metrics(args.metrics_port, args.listen, args.metrics_host)
     server.start()
-
-    def reload_catalog() -> None:
-        state.reload_catalog()
-        _record_catalog(state)
+    if probes is not None:
+        probes.start()
 
     watchers = [Watcher(args.rules, False, args.watch_interval, state.reload_rules)]
     if args.catalog is not None:
-        watchers.append(Watcher(args.catalog, True, max(args.watch_interval, 1.0), reload_catalog))
+        watchers.append(Watcher(args.catalog, True, max(args.watch_interval, 1.0), state.reload_catalog))
     for w in watchers:
         w.start()
     log.info(
@@ -228,10 +320,39 @@ def _serve(args: argparse.Namespace) -> int:
         extra={"address": address, "rules_revision": state.revision.id, "catalog_revision": state.catalog.revision},
     )
     announce(address, args.ready_file)
-    wait_for_stop_signal(server, health_servicer)
+    wait_for_stop_signal(server, health_servicer, args.shutdown_grace, gate.drain)
+    if probes is not None:
+        probe_health.enter_graceful_shutdown()
+        probes.stop(0)
     for w in watchers:
         w.stop()
     return 0
+
+
+def _state_dir(args: argparse.Namespace) -> StateDir | None:
+    if args.state_dir is None:
+        return None
+    try:
+        return StateDir(args.state_dir, args.rules)
+    except StateDirError as err:
+        raise StartError(str(err)) from None
+
+
+def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | None:
+    """TLS from --tls-cert/--tls-key/--tls-client-ca, or None; StartError when they cannot serve."""
+    try:
+        files = files_of(args.tls_cert, args.tls_key, args.tls_client_ca)
+        return ServerTls(files).credentials() if files is not None else None
+    except TlsError as err:
+        raise StartError(str(err)) from None
+
+
+def listen_on(server: grpc.Server, listen: Listen, credentials: grpc.ServerCredentials | None, insecure: bool) -> str:
+    try:
+        check_exposure(listen, credentials is not None, insecure)
+        return bind(server, listen, credentials)
+    except ListenError as err:
+        raise StartError(f"cannot listen on {err}") from None
 
 
 if __name__ == "__main__":

@@ -32,6 +32,11 @@ CATALOG_SIZE = Gauge("policyd_catalog_objects", "Catalog objects by kind", ["kin
 CATALOG_ERRORS = Gauge(
     "policyd_catalog_errors", "Manifests refused by the last catalog directory load", registry=REGISTRY
 )
+CATALOG_FAULTS = Gauge(
+    "policyd_catalog_faults",
+    "Catalog files (or the directory) that cannot be read or parsed, whose last good content serves",
+    registry=REGISTRY,
+)
 CACHE_HITS = Counter(
     "policyd_decision_cache_hits_total", "Decisions answered from the decision cache", registry=REGISTRY
 )

@@ -13,6 +13,7 @@ from policyd.resources.manifests import KINDS, parse_inference_service, parse_ob
 from policyd.resources.objects import InferenceService
 from policyd.resources.proto import isvc_manifest, object_manifest
 from policyd.server.fieldcheck import FieldCheck
+from policyd.server.limits import check_deadline
 
 ISVC_FIELD = "inference_service"
 
@@ -35,6 +36,7 @@ def parse_isvc(value: rpb.InferenceServiceInput, fields: FieldCheck, field: str 
 
 
 def catalog_object(obj: rpb.Object, field: str, fields: FieldCheck) -> CatalogObject:
+    check_deadline()  # a request of many objects stops at its deadline, between them
     manifest = object_manifest(obj, field)
     with under(field):
         parsed = parse_object(manifest)

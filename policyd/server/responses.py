@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+from google.protobuf.message import Message
+
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 from policyd.decision.diffusers_effective import DiffusersEffective
 from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict
 from policyd.resources.objects import Entry, Pipeline, PipelineComponent, VersionedName
 from policyd.resources.proto import manifest_to_message
+from policyd.server import limits
+
+
+def fit(response: Message, items: str, omitted: str) -> Message:
+    """``response`` with the last of its repeated ``items`` left out, and counted in ``omitted``,
+    as far as it takes to keep it within RESPONSE_BUDGET bytes."""
+    budget = limits.RESPONSE_BUDGET
+    size = response.ByteSize()
+    if size <= budget:
+        return response
+    listed = getattr(response, items)
+    sizes = [_encoded(item.ByteSize()) for item in listed]
+    keep, room = 0, budget - (size - sum(sizes))
+    for item_size in sizes:
+        room -= item_size
+        if room < 0:
+            break
+        keep += 1
+    setattr(response, omitted, len(listed) - keep)
+    del listed[keep:]
+    return response
+
+
+def _encoded(length: int) -> int:
+    """The wire size of an item of a repeated message field numbered below 16: tag, length, item."""
+    return 1 + max(1, (length.bit_length() + 6) // 7) + length
 
 
 def reason(value: Reason | None) -> pb.Reason | None:

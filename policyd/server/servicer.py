@@ -27,6 +27,7 @@ from policyd.resources.proto import object_manifest, struct_to_dict
 from policyd.server import observability as obs
 from policyd.server import responses
 from policyd.server.fieldcheck import FieldCheck, mode_of
+from policyd.server.limits import DeadlineExceeded
 from policyd.server.requests import ISVC_FIELD, catalog_keys, catalog_object, object_key, parse_isvc, under
 from policyd.server.rpc_errors import invalid_argument, warning_trailers
 from policyd.server.state import CacheKey, Change, ServingState
@@ -66,8 +67,19 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         context: grpc.ServicerContext,
         handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp],
     ) -> Resp:
+        with self.state.hold_revision() as revision:
+            return self._serve_on(revision, rpc, request, context, handler)
+
+    def _serve_on(
+        self,
+        revision: Revision,
+        rpc: str,
+        request: Message,
+        context: grpc.ServicerContext,
+        handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp],
+    ) -> Resp:
         started = time.perf_counter()
-        revision, catalog = self.state.revision, self.state.catalog
+        catalog = self.state.catalog
         metadata = dict(context.invocation_metadata())
         request_id = metadata.get("x-request-id") or uuid.uuid4().hex[:16]
         code = grpc.StatusCode.OK
@@ -96,6 +108,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 # what abort_with_status does, in two steps every ServicerContext has
                 context.set_trailing_metadata(status.trailing_metadata)
                 context.abort(status.code, status.details)
+            except DeadlineExceeded:
+                code = grpc.StatusCode.DEADLINE_EXCEEDED
+                context.abort(code, "the call ran past its deadline (the client's, or --call-timeout)")
             except Exception:
                 code = grpc.StatusCode.INTERNAL
                 log.exception("internal error", extra={"rpc": rpc, "request_id": request_id})
@@ -136,7 +151,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
             result = decide.select(catalog, isvc, revision)
-        return pb.SelectResponse(
+        response = pb.SelectResponse(
             ranking=[responses.ranked(e) for e in result.ranking],
             error=result.error,
             warnings=list(result.warnings),
@@ -144,6 +159,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             revisions=self._revisions(revision, catalog),
             rejection=responses.rejection(result.refusal),
         )
+        responses.fit(response, "excluded", "excluded_omitted")
+        return response
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
         return self._serve("Explain", request, context, self._explain)
@@ -170,12 +187,14 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 explanation = decide.explain_model(catalog, ref, request.model.namespace, revision)
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
-        return pb.ExplainResponse(
+        response = pb.ExplainResponse(
             runtimes=[responses.verdict(e) for e in explanation.runtimes],
             model_format=explanation.model_format,
             model_name=explanation.model.meta.name,
             revisions=self._revisions(revision, catalog),
         )
+        responses.fit(response, "runtimes", "runtimes_omitted")
+        return response
 
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:
         return self._serve("Resolve", request, context, self._resolve)
@@ -243,8 +262,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         if which not in ("model_index", "config"):
             raise InvalidInput("file", "is required: set model_index or config")
         inspect = metadata.inspect_model_index if which == "model_index" else metadata.inspect_config
+        data = struct_to_dict(getattr(request, which), which)
         try:
-            spec = inspect(struct_to_dict(getattr(request, which)), base)
+            spec = inspect(data, base)
         except InvalidInput as err:
             # the metadata module names the base model as a manifest does; the request calls it base_model
             if err.field.startswith("baseModel"):

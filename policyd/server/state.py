@@ -9,17 +9,20 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.protobuf.message import Message
 
-from policyd.catalog.directory import load_directory
+from policyd.catalog.directory import DirectoryLoad
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
+from policyd.catalog.source import CatalogSource
 from policyd.decision.orchestrator import catalog_refusals
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
+from policyd.server.leases import Leases
 
 log = logging.getLogger("policyd.state")
 
@@ -36,6 +39,7 @@ class ReloadAttempt:
 
 
 CacheKey = tuple[str, str, str, bytes]
+ENTRY_OVERHEAD = 400  # bytes of a cache entry besides its response: the key, its tuples, the dict slot
 
 
 @dataclass(frozen=True)
@@ -61,10 +65,14 @@ class Change:
 @dataclass
 class DecisionCache:
     """Responses by (rules revision, catalog revision, RPC, request digest), least recently
-    used first out, within a byte budget (an Explain over a large catalog is not small)."""
+    used first out, within a byte budget (an Explain over a large catalog is not small). Kept
+    serialized: a message in memory is several times its wire size, so only bytes make the
+    budget the memory used."""
 
     budget_bytes: int = 64 << 20
-    _items: OrderedDict[CacheKey, tuple[tuple[Message, tuple[str, ...]], int]] = field(default_factory=OrderedDict)
+    _items: OrderedDict[CacheKey, tuple[tuple[type[Message], bytes, tuple[str, ...]], int]] = field(
+        default_factory=OrderedDict
+    )
     _bytes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -75,16 +83,18 @@ class DecisionCache:
             if hit is None:
                 return None
             self._items.move_to_end(key)
-            return hit[0]
+        kind, data, warnings = hit[0]
+        return kind.FromString(data), warnings
 
     def put(self, key: CacheKey, value: Message, warnings: tuple[str, ...] = ()) -> None:
-        size = value.ByteSize() + sum(len(w) for w in warnings)
+        data = value.SerializeToString()
+        size = len(data) + sum(len(w) for w in warnings) + ENTRY_OVERHEAD
         if size > self.budget_bytes:
             return
         with self._lock:
             if key in self._items:
                 self._bytes -= self._items.pop(key)[1]
-            self._items[key] = ((value, warnings), size)
+            self._items[key] = ((type(value), data, warnings), size)
             self._bytes += size
             while self._bytes > self.budget_bytes:
                 self._bytes -= self._items.popitem(last=False)[1][1]
@@ -97,21 +107,42 @@ class ServingState:
         catalog_dir: Path | None,
         on_reload: Callable[[ReloadAttempt], None],
         cache_bytes: int = 64 << 20,
+        last_good_rules: Path | None = None,
+        changes: dict[Key, Override] | None = None,
     ) -> None:
+        """``last_good_rules``: a copy of the last revision that served, served when ``rules_dir`` is
+        refused (the refusal is the last attempt); ``changes``: API changes kept from before a restart."""
         self.rules_dir = rules_dir
         self.catalog_dir = catalog_dir
         self._on_reload = on_reload
         self._lock = threading.Lock()
         self.cache = DecisionCache(cache_bytes)
-        self.revision: Revision = build_revision(rules_dir)
-        self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
-        self.catalog_errors: list[str] = []
+        try:
+            self.revision: Revision = build_revision(rules_dir)
+            self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
+        except RuleFileError as err:
+            if last_good_rules is None:
+                raise
+            self.revision = build_revision(last_good_rules)
+            self.last_attempt = ReloadAttempt(
+                self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line
+            )
+        self._leases: Leases[Revision] = Leases(lambda old: old.engine.close())
+        self.catalog_errors: list[str] = []  # the faults, then the refused manifests
+        self.catalog_faults: list[str] = []  # files (or the directory) whose last good content serves
+        self.on_catalog: Callable[[], None] = lambda: None  # after each directory load (metrics)
+        self._source = CatalogSource(catalog_dir) if catalog_dir is not None else None
+        self._reload_lock = threading.Lock()
+        self._retry: threading.Timer | None = None
         self._dir_objects: dict[Key, CatalogObject] = {}
         self._dir_files: dict[Key, str] = {}
-        self._overrides: dict[Key, Override] = {}
+        self._overrides: dict[Key, Override] = dict(changes or {})
+        self.on_changes: Callable[[dict[Key, Override]], None] = lambda _: None  # API changes in force, to keep
         self.catalog = Catalog.of([])
         if catalog_dir is not None:
             self.reload_catalog()
+        else:
+            self._publish()
 
     def reload_rules(self) -> ReloadAttempt:
         """Build the rules off to the side; swap them in only when every check passes."""
@@ -121,11 +152,15 @@ class ServingState:
             attempt = ReloadAttempt(self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line)
         else:
             revision.engine.warm_from(self.revision.engine)
-            self.revision = revision
+            self._leases.retire(self.revision, lambda: setattr(self, "revision", revision))
             attempt = ReloadAttempt(revision.id, True, time.time())
         self.last_attempt = attempt
         self._on_reload(attempt)
         return attempt
+
+    def hold_revision(self) -> AbstractContextManager[Revision]:
+        """The current rules revision, kept open for the block (a reload closes it only after)."""
+        return self._leases.hold(lambda: self.revision)
 
     def _publish(self) -> None:
         merged = dict(self._dir_objects)
@@ -136,22 +171,40 @@ class ServingState:
                 merged[key] = override.obj
         self.catalog = Catalog.of(list(merged.values()))
 
+    def _retry_in(self, seconds: float) -> None:
+        """Load again once the file being written has settled (no watcher event may follow)."""
+        if seconds <= 0 or (self._retry is not None and self._retry.is_alive()):
+            return
+        self._retry = threading.Timer(seconds, self.reload_catalog)
+        self._retry.daemon = True
+        self._retry.start()
+
     def reload_catalog(self) -> None:
-        assert self.catalog_dir is not None
-        loaded = load_directory(self.catalog_dir)
+        assert self._source is not None
+        with self._reload_lock:
+            source = self._source.load()
+            self._take_directory(source.load, source.faults)
+        self._retry_in(source.retry_in)
+        self.on_catalog()
+
+    def _take_directory(self, loaded: DirectoryLoad, faults: list[str]) -> None:
+        for fault in faults:
+            log.error("catalog fault; the last good content keeps serving", extra={"error": fault})
         errors, accepted = list(loaded.errors), []
-        for obj in loaded.objects:
-            # What the webhook would refuse in a runtime never enters the catalog.
-            refusals = catalog_refusals(self.revision, obj) if isinstance(obj, ServingRuntime) else []
-            errors.extend(f"{obj.kind}/{obj.meta.name}: {r.field}: {r.message}" for r in refusals)
-            if not refusals:
-                accepted.append(obj)
+        with self.hold_revision() as revision:
+            for obj in loaded.objects:
+                # What the webhook would refuse in a runtime never enters the catalog.
+                refusals = catalog_refusals(revision, obj) if isinstance(obj, ServingRuntime) else []
+                errors.extend(f"{obj.kind}/{obj.meta.name}: {r.field}: {r.message}" for r in refusals)
+                if not refusals:
+                    accepted.append(obj)
         for error in errors:
             log.warning("catalog manifest refused", extra={"error": error})
         for warning in loaded.warnings:
             log.warning("catalog manifest field", extra={"error": warning})
         with self._lock:
-            self.catalog_errors = errors
+            self.catalog_faults = faults
+            self.catalog_errors = [*faults, *errors]
             self._dir_objects = {key_of(o): o for o in accepted}
             self._dir_files = {key: file for key, file in loaded.files.items() if key in self._dir_objects}
             # A directory object that changed since an API change to it is the newer word: the API change ends.
@@ -163,6 +216,7 @@ class ServingState:
                         extra={"object": "/".join(k for k in key if k), "file": self._dir_files.get(key, "")},
                     )
             self._publish()
+            self.on_changes(dict(self._overrides))
 
     def _dir_digest(self, key: Key) -> str | None:
         obj = self._dir_objects.get(key)
@@ -181,12 +235,14 @@ class ServingState:
         with self._lock:
             changes = self._apply(objects)
             self._publish()
+            self.on_changes(dict(self._overrides))
             return self.catalog, changes
 
     def delete(self, keys: list[Key]) -> tuple[Catalog, list[Change]]:
         with self._lock:
             changes = self._delete(keys)
             self._publish()
+            self.on_changes(dict(self._overrides))
             return self.catalog, changes
 
     def replace(self, objects: list[CatalogObject]) -> tuple[Catalog, list[Change]]:
@@ -197,6 +253,7 @@ class ServingState:
             gone = [k for k in map(key_of, self.catalog.objects()) if k not in keep]
             changes = self._apply(objects) + self._delete(gone)
             self._publish()
+            self.on_changes(dict(self._overrides))
             return self.catalog, changes
 
     def _apply(self, objects: list[CatalogObject]) -> list[Change]:

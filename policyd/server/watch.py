@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from policyd.catalog.directory import walk
+
 log = logging.getLogger("policyd.watch")
 Signature = tuple[tuple[str, int, int], ...]
 
@@ -15,12 +17,16 @@ Signature = tuple[tuple[str, int, int], ...]
 def signature(root: Path, recursive: bool) -> Signature:
     if not root.is_dir():
         return ()
-    paths = root.rglob("*") if recursive else root.iterdir()
+    try:
+        # the catalog's own walk: symlink loops and unlistable directories are the loader's to report
+        paths = walk(root)[0] if recursive else list(root.iterdir())
+    except OSError:
+        return ()
     out = []
     for p in paths:
         try:
             st = p.stat()
-        except FileNotFoundError:
+        except OSError:  # gone, or unreadable: the loader reports it
             continue
         if p.is_file():
             out.append((str(p), st.st_mtime_ns, st.st_size))

@@ -55,10 +55,10 @@ def _status(address: str) -> pb.GetStatusResponse:
         return reply
 
 
-def _serving(address: str) -> bool:
+def _serving(address: str, timeout: float = 3) -> bool:
     try:
         with grpc.insecure_channel(address) as channel:
-            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=3)
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=timeout)
     except grpc.RpcError:
         return False
     return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
@@ -167,22 +167,37 @@ def test_an_installed_wheel_serves_its_bundled_rules_by_default(tmp_path: Path) 
         assert _status(ready.read_text()).revisions.rules_revision == load_policy(RULES).revision
 
 
-def test_the_shipped_deployment_runs_policyd_where_the_kubelet_probe_reaches_it(tmp_path: Path) -> None:
-    """The kubelet's gRPC probe dials the pod IP on the probe's port: policyd as the Deployment
-    starts it must answer there, not only on loopback (127.0.0.2 stands in for the pod IP)."""
+def _flag(args: list[str], name: str) -> str:
+    (value,) = [a.split("=", 1)[1] for a in args if a.startswith(f"{name}=")]
+    return value
+
+
+def test_the_shipped_deployment_serves_health_where_the_kubelet_probe_reaches_it_and_the_api_on_loopback(
+    tmp_path: Path,
+) -> None:
+    """The kubelet's gRPC probe dials the pod IP on the probe's port, in plaintext: policyd as the
+    Deployment starts it answers health checks there, and its API only on loopback, where the
+    controller in the same pod dials it (127.0.0.2 stands in for the pod IP)."""
     deployment = yaml.safe_load((REPO / "clients" / "controller" / "deploy" / "deployment.yaml").read_text())
     (container,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "policyd"]
-    command = [*container["command"], *container["args"]]
-    assert command[0] == "policyd"
-    listen = command[command.index("--listen") + 1]
-    host, _, port = listen.rpartition(":")
-    assert int(port) == container["readinessProbe"]["grpc"]["port"]
-    assert int(port) in [p["containerPort"] for p in container["ports"]]
-    free = _free_port()  # the Deployment's own port may be taken on this machine: same host, another port
-    args = [a.replace(listen, f"{host}:{free}") for a in command[1:]]
-    if "--metrics-port" in args:
-        args[args.index("--metrics-port") + 1] = str(_free_port())
+    assert container["command"] == ["policyd"]
+    args = list(container["args"])
+    listen, probe = _flag(args, "--listen"), _flag(args, "--health-listen")
+    assert listen.startswith("127.0.0.1:") and probe.startswith("0.0.0.0:")
+    assert int(probe.rpartition(":")[2]) == container["readinessProbe"]["grpc"]["port"]
+    assert int(probe.rpartition(":")[2]) in [p["containerPort"] for p in container["ports"]]
+    api, health_port = _free_port(), _free_port()  # the Deployment's own ports may be taken on this machine
+    replaced = {
+        "--listen": f"127.0.0.1:{api}",
+        "--health-listen": f"0.0.0.0:{health_port}",
+        "--metrics-port": str(_free_port()),
+        "--state-dir": str(tmp_path / "state"),
+    }
+    args = [
+        f"{a.split('=', 1)[0]}={replaced[a.split('=', 1)[0]]}" if a.split("=", 1)[0] in replaced else a for a in args
+    ]
     ready = tmp_path / "ready"
     with started([*DAEMON, *args, "--ready-file", str(ready)], ready):
-        wait_serving(f"127.0.0.1:{free}", 30)  # the controller in the same pod dials loopback
-        assert _serving(f"127.0.0.2:{free}")
+        wait_serving(f"127.0.0.1:{api}", 30)  # the controller in the same pod dials loopback
+        assert _serving(f"127.0.0.2:{health_port}")
+        assert not _serving(f"127.0.0.2:{api}", timeout=2)

@@ -3,6 +3,7 @@ conformance cases. Read in place, never copied."""
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 from typing import Any
 
@@ -35,5 +36,5 @@ def catalog_runtimes() -> tuple[dict[str, Any], ...]:
 
 
 def catalog_model(name: str) -> dict[str, Any]:
-    """The catalog's ClusterBaseModel of that name."""
-    return next(model for model in _catalog("ClusterBaseModel") if model["metadata"]["name"] == name)
+    """The catalog's ClusterBaseModel of that name, a copy of its own (the catalog is read once)."""
+    return copy.deepcopy(next(model for model in _catalog("ClusterBaseModel") if model["metadata"]["name"] == name))

@@ -8,7 +8,7 @@ from pathlib import Path
 from testkit.shared import RULES
 
 from policyd.contract import policy_pb2 as pb
-from policyd.server.state import DecisionCache, ServingState
+from policyd.server.state import ENTRY_OVERHEAD, DecisionCache, ServingState
 
 RUNTIME = """
 apiVersion: ome.io/v1beta1
@@ -54,7 +54,7 @@ def test_a_refused_rules_change_keeps_the_last_good_revision(tmp_path: Path) -> 
 
 def test_the_decision_cache_keeps_the_most_recent_answers_within_its_byte_budget() -> None:
     answers = [pb.SelectResponse(error="x" * 100, revisions=pb.Revisions(rules_revision=str(i))) for i in range(5)]
-    size = answers[0].ByteSize()
+    size = answers[0].ByteSize() + ENTRY_OVERHEAD  # an entry counts its serialized answer and its own keeping
     cache = DecisionCache(budget_bytes=3 * size)
     for i, answer in enumerate(answers[:3]):
         cache.put(("r", "c", "Select", bytes([i])), answer)

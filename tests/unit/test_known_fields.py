@@ -12,7 +12,7 @@ import pytest
 import yaml
 from testkit.shared import SHARED
 
-from policyd.resources.manifests import SAFE_LOADER
+from policyd.resources.safe_yaml import BASE_LOADER as SAFE_LOADER
 from policyd.resources.schema import SCHEMAS, Fields, unknown_fields
 
 CRDS = SHARED / "data" / "ome-crds"

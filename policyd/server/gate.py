@@ -1,0 +1,125 @@
+"""What every unary call passes before its handler runs: its bytes decode as the request
+message (else INVALID_ARGUMENT, not gRPC's INTERNAL), the caller may call the method
+(else PERMISSION_DENIED), the request is within the limits (else RESOURCE_EXHAUSTED), and
+the handler runs under the call's deadline — the client's, or ``--call-timeout`` when that
+is sooner (DEADLINE_EXCEEDED, also for a call that waited past it in the queue).
+
+At shutdown the gate drains: new calls are UNAVAILABLE at once (clients retry elsewhere), the
+calls it let in finish, and only then does gRPC stop — gRPC itself would cancel the calls that
+reached the server but no handler yet."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from policyd.server import observability as obs
+from policyd.server.authz import Authorizer
+from policyd.server.limits import LimitExceeded, Limits, check_request, deadline_in
+from policyd.server.rpc_errors import FIELD_KEY
+
+log = logging.getLogger("policyd.gate")
+QUIET_SECONDS = 0.25  # draining ends once no call has arrived for this long (and none is in progress)
+
+
+class _Undecodable:
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+
+def _safe(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    def decode(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except (DecodeError, ValueError, RuntimeError) as err:
+            return _Undecodable(str(err))
+
+    return decode
+
+
+class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are untyped
+    def __init__(self, services: tuple[str, ...], limits: Limits, authorizer: Authorizer | None = None) -> None:
+        self.services = services  # full names of the services gated (health and reflection are not)
+        self.limits = limits
+        self.authorizer = authorizer
+        self._lock = threading.Lock()
+        self._active = 0
+        self._arrived = 0.0
+        self._draining = False
+
+    def drain(self, grace: float) -> float:
+        """Refuse new calls, and wait (up to ``grace`` seconds) for the ones let in; the grace left."""
+        deadline = time.monotonic() + grace
+        with self._lock:
+            self._draining = True
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._active and time.monotonic() - self._arrived >= QUIET_SECONDS:
+                    break
+            time.sleep(0.02)
+        return max(0.0, deadline - time.monotonic())
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: grpc.HandlerCallDetails) -> Any:
+        handler = continuation(details)
+        service, _, method = details.method.lstrip("/").rpartition("/")
+        if handler is None or handler.unary_unary is None or service not in self.services:
+            return handler
+        inner = handler.unary_unary
+
+        def behavior(request: Any, context: grpc.ServicerContext) -> Any:
+            with self._lock:
+                self._arrived = time.monotonic()
+                draining = self._draining
+                if not draining:
+                    self._active += 1
+            if draining:
+                obs.CALLS.labels(method, grpc.StatusCode.UNAVAILABLE.name).inc()
+                context.abort(grpc.StatusCode.UNAVAILABLE, "shutting down: not taking new calls (retry)")
+            try:
+                return self._serve(method, inner, request, context)
+            finally:
+                with self._lock:
+                    self._active -= 1
+
+        return grpc.unary_unary_rpc_method_handler(
+            behavior,
+            request_deserializer=_safe(handler.request_deserializer),
+            response_serializer=handler.response_serializer,
+        )
+
+    def _serve(self, method: str, inner: Callable[..., Any], request: Any, context: grpc.ServicerContext) -> Any:
+        refusal = self._refusal(method, request, context)
+        if refusal is not None:
+            code, message, field = refusal
+            obs.CALLS.labels(method, code.name).inc()
+            if field:
+                context.set_trailing_metadata(((FIELD_KEY, field),))
+            context.abort(code, message)
+        remaining = context.time_remaining()
+        timeout = self.limits.call_timeout if remaining is None else min(remaining, self.limits.call_timeout)
+        with deadline_in(timeout):
+            return inner(request, context)
+
+    def _refusal(
+        self, method: str, request: Any, context: grpc.ServicerContext
+    ) -> tuple[grpc.StatusCode, str, str] | None:
+        if isinstance(request, _Undecodable):
+            return grpc.StatusCode.INVALID_ARGUMENT, f"the request is not a valid {method} request: {request.error}", ""
+        if self.authorizer is not None and not self.authorizer.allows(method, context.auth_context()):
+            names = context.auth_context().get("x509_common_name", ())
+            who = ", ".join(sorted({v.decode(errors="replace") for v in names}))
+            return grpc.StatusCode.PERMISSION_DENIED, f"{who or 'an anonymous caller'} may not call {method}", ""
+        remaining = context.time_remaining()
+        if remaining is not None and remaining <= 0:
+            return grpc.StatusCode.DEADLINE_EXCEEDED, "the call's deadline passed before it was served", ""
+        try:
+            check_request(request, self.limits)
+        except LimitExceeded as err:
+            return grpc.StatusCode.RESOURCE_EXHAUSTED, str(err), err.field
+        return None
