@@ -4,12 +4,15 @@ combine and how, what is listed as excluded: all of it comes from the rule files
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from policyd.catalog.snapshot import Catalog, make_key
+from policyd.decision.candidates import Planner, selectable_candidates
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import rank
+from policyd.decision.shared import SharedVerdicts
 from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict, refusal, rule_reason, runtime_checks
 from policyd.errors import InvalidInput
 from policyd.facts.derive import (
@@ -29,6 +32,8 @@ from policyd.policy.revision import Revision
 from policyd.resources.objects import BaseModel, InferenceService, ModelRef, ServingRuntime
 from policyd.semantics.format_label import format_label
 from policyd.semantics.sizes import range_distance
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,30 @@ class Effective:
     errors: tuple[Refusal, ...]
 
 
+# -- what a revision derives from its rules to decide without judging every runtime ------------
+
+_PER_REVISION = 4  # revisions whose planners and shared verdicts are kept (the serving one, and reloads)
+_planners: dict[str, Planner] = {}
+_shared: dict[str, SharedVerdicts] = {}
+
+
+def _of_revision(cache: dict[str, T], revision: Revision, make: Callable[[Revision], T]) -> T:
+    found = cache.get(revision.id)
+    if found is None:
+        while len(cache) >= _PER_REVISION:
+            cache.pop(next(iter(cache)))
+        found = cache[revision.id] = make(revision)
+    return found
+
+
+def _planner(revision: Revision) -> Planner:
+    return _of_revision(_planners, revision, lambda r: Planner(r.policy))
+
+
+def _shared_verdicts(revision: Revision) -> SharedVerdicts:
+    return _of_revision(_shared, revision, lambda r: SharedVerdicts(r.policy))
+
+
 # -- facts ------------------------------------------------------------------------------------
 
 
@@ -121,6 +150,17 @@ def _judge(
     return out
 
 
+def _judge_in_scope(
+    revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], fast: bool
+) -> list[RuntimeVerdict]:
+    """As ``_judge`` (named=False); ``fast`` judges each shape of runtime once (decision/shared.py)."""
+    if not fast:
+        return _judge(revision, subject, base, runtimes, named=False)
+    shared = _shared_verdicts(revision)
+    key = shared.request_key(subject, base, named=False)
+    return shared.verdicts(key, runtimes, lambda todo: _judge(revision, subject, base, todo, named=False))
+
+
 def _verdict(
     revision: Revision,
     subject: Subject,
@@ -163,16 +203,18 @@ def _missing_model(refusals: Sequence[Refusal], ref: ModelRef, field: str) -> In
     return InvalidInput(field, message)
 
 
-def select(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Selection:
+def select(catalog: Catalog, isvc: InferenceService, revision: Revision, fast: bool = True) -> Selection:
+    """``fast`` judges only the runtimes that can be selectable (decision/candidates.py), and
+    each shape of runtime once (decision/shared.py); the answer is the same."""
     subject = _subject(catalog, isvc)
     base = subject_record(subject)
     refusals = _admission(revision, subject, base)
     if refusals:
         return Selection((), refusals[0], (), ())
-    return _select(revision, catalog, subject, base)
+    return _select(revision, catalog, subject, base, fast)
 
 
-def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record) -> Selection:
+def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record, fast: bool) -> Selection:
     policy = revision.policy
     isvc = subject.isvc
     assert isvc is not None
@@ -180,8 +222,9 @@ def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record
         raise InvalidInput(
             "spec.model", "is required to select a runtime (an InferenceService without spec.model names its runtime)"
         )
-    scope = catalog.in_scope(subject.namespace)
-    verdicts = _judge(revision, subject, base, scope, named=False)
+    candidates = selectable_candidates(catalog, _planner(revision), subject.namespace, base) if fast else None
+    scope = catalog.in_scope(subject.namespace) if candidates is None else candidates
+    verdicts = _judge_in_scope(revision, subject, base, scope, fast)
     ranking = rank(verdicts, policy.ranking)
     messages = policy.messages
     if ranking:
@@ -189,6 +232,9 @@ def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record
         # The admission webhook speaks only for InferenceServices with an engine section.
         warnings = (templates.render(messages["auto_selected"], values),) if "engine" in isvc.components else ()
         return Selection(tuple(ranking), None, warnings, ())
+    if candidates is not None:  # nothing selectable: OME's message speaks of every runtime in scope
+        scope = catalog.in_scope(subject.namespace)
+        verdicts = _judge_in_scope(revision, subject, base, scope, fast)
     return _none_selectable(revision, base, scope, verdicts)
 
 
@@ -220,28 +266,32 @@ def _none_selectable(
     return Selection((), found, (), excluded)
 
 
-def explain_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Explanation:
+def explain_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision, fast: bool = True) -> Explanation:
     subject = _subject(catalog, isvc)
     base = subject_record(subject)
     if isvc.model is None:
         raise InvalidInput("spec.model", "is required to explain runtimes for an InferenceService")
     if subject.model is None:
         raise _missing_model(_admission(revision, subject, base), isvc.model, "spec.model.name")
-    return _explain(revision, catalog, subject, base, subject.model)
+    return _explain(revision, catalog, subject, base, subject.model, fast)
 
 
-def explain_model(catalog: Catalog, ref: ModelRef, namespace: str, revision: Revision) -> Explanation:
+def explain_model(
+    catalog: Catalog, ref: ModelRef, namespace: str, revision: Revision, fast: bool = True
+) -> Explanation:
     """As ``kubectl ome runtime explain --model``: no InferenceService, so no mode or accelerator request."""
     model = catalog.models.get(make_key(ref.kind, namespace, ref.name))
     subject = Subject(namespace, None, model, ref)
     base = subject_record(subject)
     if model is None:
         raise _missing_model(_admission(revision, subject, base), ref, "model.name")
-    return _explain(revision, catalog, subject, base, model)
+    return _explain(revision, catalog, subject, base, model, fast)
 
 
-def _explain(revision: Revision, catalog: Catalog, subject: Subject, base: Record, model: BaseModel) -> Explanation:
-    verdicts = _judge(revision, subject, base, catalog.in_scope(subject.namespace), named=False)
+def _explain(
+    revision: Revision, catalog: Catalog, subject: Subject, base: Record, model: BaseModel, fast: bool
+) -> Explanation:
+    verdicts = _judge_in_scope(revision, subject, base, catalog.in_scope(subject.namespace), fast)
     return Explanation(model, format_label(model), tuple(verdicts))
 
 
@@ -283,7 +333,9 @@ def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: 
     )
 
 
-def effective(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Effective:
+def effective(
+    catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3", fast: bool = True
+) -> Effective:
     """The mode each declared component runs in, with the runtime OME uses, and what refuses them."""
     policy = revision.policy
     subject = _subject(catalog, isvc, mode)
@@ -293,7 +345,7 @@ def effective(catalog: Catalog, isvc: InferenceService, revision: Revision, mode
     if isvc.runtime is not None:
         runtime = lookup(catalog, isvc, mode)
     elif not errors and subject.model is not None:
-        selection = _select(revision, catalog, subject, base)
+        selection = _select(revision, catalog, subject, base, fast)
         runtime = selection.ranking[0].runtime if selection.ranking else None
         errors.extend([selection.refusal] if selection.refusal else [])
     if runtime is not None:

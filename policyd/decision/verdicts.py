@@ -163,6 +163,17 @@ class RuntimeVerdict:
     advisories: tuple[Reason, ...]
     size_distance: float
     policy: Policy = field(repr=False)
+    # set when the verdict stands for every runtime of a shape (decision/shared.py): what a
+    # server encodes of it once, for all of them
+    shared: Any = field(default=None, repr=False, compare=False)
+
+    def on(self, runtime: ServingRuntime) -> RuntimeVerdict:
+        """This verdict for another runtime of the same shape. The record stays the judged
+        runtime's: a shared verdict is only read for what its shape decides."""
+        clone = object.__new__(RuntimeVerdict)
+        clone.__dict__.update(self.__dict__)
+        clone.__dict__["runtime"] = runtime
+        return clone
 
     @property
     def selectable(self) -> bool:

@@ -22,6 +22,7 @@ T = TypeVar("T")
 _MEMO_LIMIT = 50_000
 _INTRINSIC: dict[str, Record] = {}
 _ENTRIES: dict[tuple[str, str, Scoring], tuple[Record, ...]] = {}
+_OWN_ENTRIES: dict[tuple[str, Scoring], tuple[Record, ...]] = {}
 _TAG = re.compile(r":(?P<tag>[\w][\w.-]{0,127})$")
 
 
@@ -191,11 +192,8 @@ def _weight(name: VersionedName, unset: int, zero: int) -> int:
     return zero if name.weight == 0 else name.weight
 
 
-def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
-    mismatch = first_mismatch(model.pipeline, entry.pipeline)
-    fmt, fw = model.format, model.framework
-    format_name_match = fmt is not None and fmt.name == entry.format.name
-    framework_name_match = fw is not None and fw.name == entry.framework.name
+def _entry_own_facts(entry: Entry, scoring: Scoring) -> Record:
+    """The entry's intrinsic fields: they depend on the entry (and the scoring settings) alone."""
     return {
         "entry_index": entry.index,
         "entry_auto_select": entry.auto_select is True,
@@ -208,6 +206,19 @@ def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
         "entry_framework_version_set": entry.framework.version_set,
         "entry_architecture": entry.architecture,
         "entry_quantization": entry.quantization,
+        "format_weight": _weight(entry.format, scoring.default_weight, scoring.zero_format_weight),
+        "framework_weight": _weight(entry.framework, scoring.default_weight, scoring.zero_framework_weight),
+        "priority": scoring.default_priority if entry.priority is None else entry.priority,
+    }
+
+
+def _entry_relative_facts(model: BaseModel, entry: Entry) -> Record:
+    """The entry's relational fields: how the model fares against it."""
+    mismatch = first_mismatch(model.pipeline, entry.pipeline)
+    fmt, fw = model.format, model.framework
+    format_name_match = fmt is not None and fmt.name == entry.format.name
+    framework_name_match = fw is not None and fw.name == entry.framework.name
+    return {
         "format_name_match": format_name_match,
         "format_version_match": _version_match(fmt, entry.format),
         "framework_name_match": framework_name_match,
@@ -220,16 +231,25 @@ def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
         "pipeline_component": mismatch.component if mismatch else "",
         "pipeline_model_value": mismatch.model_value if mismatch else "",
         "pipeline_runtime_value": mismatch.runtime_value if mismatch else "",
-        "format_weight": _weight(entry.format, scoring.default_weight, scoring.zero_format_weight),
-        "framework_weight": _weight(entry.framework, scoring.default_weight, scoring.zero_framework_weight),
-        "priority": scoring.default_priority if entry.priority is None else entry.priority,
     }
+
+
+def entry_own_facts(runtime: ServingRuntime, scoring: Scoring) -> tuple[Record, ...]:
+    """The intrinsic fields of each supportedModelFormats entry (what an index may hold)."""
+    return _memo(
+        _OWN_ENTRIES, (runtime.shape, scoring), lambda: tuple(_entry_own_facts(e, scoring) for e in runtime.entries)
+    )
 
 
 def entry_facts(model: BaseModel, runtime: ServingRuntime, scoring: Scoring) -> tuple[Record, ...]:
     """The entry-only fields of each supportedModelFormats entry against the model."""
-    key = (model.digest, runtime.digest, scoring)
-    return _memo(_ENTRIES, key, lambda: tuple(_entry_facts(model, e, scoring) for e in runtime.entries))
+    key = (model.digest, runtime.shape, scoring)
+    own = entry_own_facts(runtime, scoring)
+    return _memo(
+        _ENTRIES,
+        key,
+        lambda: tuple({**o, **_entry_relative_facts(model, e)} for o, e in zip(own, runtime.entries, strict=True)),
+    )
 
 
 def component_records(runtime_rec: Record, isvc: InferenceService, runtime: ServingRuntime | None) -> list[Record]:

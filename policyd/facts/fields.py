@@ -33,7 +33,8 @@ class Field:
     scope: str
     doc: str
     neutral: Any = field(default=None)
-    # a runtime field that depends on the request too (not on the runtime alone)
+    # a runtime or entry field that depends on the request or its model too (not on the
+    # runtime or its entry alone); intrinsic fields can be indexed before any request
     relational: bool = False
 
     @property
@@ -135,29 +136,39 @@ FIELDS: dict[str, Field] = {
     "entry_framework_version_set": Field(BOOL, ENTRY, "modelFramework.version is set (even to an empty string)"),
     "entry_architecture": Field(STR, ENTRY, "modelArchitecture"),
     "entry_quantization": Field(STR, ENTRY, "quantization"),
-    "format_name_match": Field(BOOL, ENTRY, "model and entry format names are equal", True),
+    "format_name_match": Field(BOOL, ENTRY, "model and entry format names are equal", True, relational=True),
     "format_version_match": Field(
-        BOOL, ENTRY, "both set and the model's format version passes the entry's version and operator", True
+        BOOL,
+        ENTRY,
+        "both set and the model's format version passes the entry's version and operator",
+        True,
+        relational=True,
     ),
-    "framework_name_match": Field(BOOL, ENTRY, "model and entry framework names are equal", True),
+    "framework_name_match": Field(BOOL, ENTRY, "model and entry framework names are equal", True, relational=True),
     "framework_version_match": Field(
-        BOOL, ENTRY, "both set and the model's framework version passes the entry's version and operator", True
+        BOOL,
+        ENTRY,
+        "both set and the model's framework version passes the entry's version and operator",
+        True,
+        relational=True,
     ),
     "entry_score_eligible": Field(
         BOOL,
         ENTRY,
         "OME scores the entry: format and framework names agree and, where both sides set a version, it passes",
         True,
+        relational=True,
     ),
     "pipeline_mismatch": Field(
         STR,
         ENTRY,
         "first diffusionPipeline requirement the model fails: pipeline-missing, class, component-missing, library,"
         " type, additional-none, additional-missing; empty when it passes",
+        relational=True,
     ),
-    "pipeline_component": Field(STR, ENTRY, "the pipeline component the mismatch is about"),
-    "pipeline_model_value": Field(STR, ENTRY, "the model's value in the mismatch"),
-    "pipeline_runtime_value": Field(STR, ENTRY, "the entry's value in the mismatch"),
+    "pipeline_component": Field(STR, ENTRY, "the pipeline component the mismatch is about", relational=True),
+    "pipeline_model_value": Field(STR, ENTRY, "the model's value in the mismatch", relational=True),
+    "pipeline_runtime_value": Field(STR, ENTRY, "the entry's value in the mismatch", relational=True),
     "format_weight": Field(INT, ENTRY, "modelFormat.weight as scoring reads it", 1),
     "framework_weight": Field(INT, ENTRY, "modelFramework.weight as scoring reads it", 1),
     "priority": Field(INT, ENTRY, "priority, or the default priority", 1),

@@ -268,6 +268,7 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
         scaling_mode=_scaling_mode(spec, "spec.scalingPolicy"),
         raw=doc,
         digest=content_digest(doc),
+        shape=content_digest({k: v for k, v in doc.items() if k != "metadata"}),
     )
 
 

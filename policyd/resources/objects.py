@@ -104,6 +104,9 @@ class ServingRuntime:
     scaling_mode: str  # spec.scalingPolicy.mode, Independent when the policy sets none, empty without a policy
     raw: Mapping[str, Any]
     digest: str  # of the whole manifest: catalog revisions are built from these
+    # of the manifest without its metadata: facts that depend on the request read only this part,
+    # so runtimes of one shape (copies under other names, namespaces, labels) are judged alike
+    shape: str
 
     @property
     def namespaced(self) -> bool:

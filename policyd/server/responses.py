@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict
-from policyd.resources.objects import Entry, Pipeline, PipelineComponent, VersionedName
+from policyd.resources.objects import Entry, Pipeline, PipelineComponent, ServingRuntime, VersionedName
 from policyd.resources.proto import manifest_to_message
 
 
@@ -23,6 +25,56 @@ def reason(value: Reason | None) -> pb.Reason | None:
         kind=value.kind,
         parts=[p for part in value.parts if (p := reason(part)) is not None],
     )
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_IDENTITY: dict[tuple[str, str, str], bytes] = {}
+_IDENTITY_LIMIT = 200_000
+_RUNTIMES_TAG = b"\x0a"  # field 1 (runtimes), length-delimited, of ExplainResponse
+
+
+def _identity(runtime: ServingRuntime) -> bytes:
+    key = (runtime.kind, runtime.meta.namespace, runtime.meta.name)
+    found = _IDENTITY.get(key)
+    if found is None:
+        if len(_IDENTITY) >= _IDENTITY_LIMIT:
+            _IDENTITY.clear()
+        found = _IDENTITY[key] = pb.RuntimeVerdict(
+            name=runtime.meta.name, kind=runtime.kind, namespace=runtime.meta.namespace
+        ).SerializeToString()
+    return found
+
+
+def _judged(e: RuntimeVerdict) -> bytes:
+    """The encoded fields after the runtime's identity; a shared verdict's are encoded once."""
+    if e.shared is not None and e.shared.wire is not None:
+        return e.shared.wire  # type: ignore[no-any-return]
+    message = verdict(e)
+    message.ClearField("name")
+    message.ClearField("kind")
+    message.ClearField("namespace")
+    wire = message.SerializeToString()
+    if e.shared is not None:
+        e.shared.wire = wire
+    return wire
+
+
+def explain_runtimes(verdicts: Sequence[RuntimeVerdict]) -> pb.ExplainResponse:
+    """An ExplainResponse holding ``verdicts``, built from their encoded forms: the identity
+    fields (1-3) come before the rest, in field order, as the message itself would encode."""
+    parts: list[bytes] = []
+    for e in verdicts:
+        row = _identity(e.runtime) + _judged(e)
+        parts += (_RUNTIMES_TAG, _varint(len(row)), row)
+    return pb.ExplainResponse.FromString(b"".join(parts))
 
 
 def verdict(e: RuntimeVerdict) -> pb.RuntimeVerdict:

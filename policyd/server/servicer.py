@@ -184,12 +184,11 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 explanation = decide.explain_model(catalog, ref, request.model.namespace, revision)
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
-        return pb.ExplainResponse(
-            runtimes=[responses.verdict(e) for e in explanation.runtimes],
-            model_format=explanation.model_format,
-            model_name=explanation.model.meta.name,
-            revisions=self._revisions(revision, catalog),
-        )
+        response = responses.explain_runtimes(explanation.runtimes)
+        response.model_format = explanation.model_format
+        response.model_name = explanation.model.meta.name
+        response.revisions.CopyFrom(self._revisions(revision, catalog))
+        return response
 
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:
         return self._serve("Resolve", request, context, self._resolve)

@@ -135,15 +135,15 @@ class ServingState:
                 key = key_of(obj)
                 self._applied[key] = obj
                 self._deleted.discard(key)
-            self._publish()
+            self.catalog = self.catalog.changed(objects)  # the same as _publish, from the changes alone
             return self.catalog
 
     def delete(self, keys: list[Key]) -> tuple[Catalog, int]:
         with self._lock:
-            present = {*self._dir_objects, *self._applied} - self._deleted
-            removed = [k for k in keys if k in present]
+            current = self.catalog
+            removed = [k for k in keys if k in current.runtimes or k in current.models]
             for key in removed:
                 self._applied.pop(key, None)
                 self._deleted.add(key)
-            self._publish()
+            self.catalog = current.changed(deletes=removed)
             return self.catalog, len(removed)
