@@ -81,9 +81,10 @@ def _keys(keys: Sequence[pb.ObjectKey]) -> list[Key]:
 
 
 class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
-    def __init__(self, state: ServingState, decisions: obs.DecisionLog) -> None:
+    def __init__(self, state: ServingState, decisions: obs.DecisionLog, fast: bool = True) -> None:
         self.state = state
         self.decisions = decisions
+        self.fast = fast  # False: judge every runtime in scope (the plain path the fast one must equal)
 
     # -- plumbing -------------------------------------------------------------------------
     def _serve(
@@ -151,7 +152,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         isvc = _parse_isvc(request.inference_service)
         catalog = _request_catalog(base, request.catalog)
         with under(ISVC_FIELD):
-            result = decide.select(catalog, isvc, revision)
+            result = decide.select(catalog, isvc, revision, fast=self.fast)
         return pb.SelectResponse(
             ranking=[responses.ranked(e) for e in result.ranking],
             error=result.error,
@@ -170,7 +171,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         if which == "inference_service":
             isvc = _parse_isvc(request.inference_service)
             with under(ISVC_FIELD):
-                explanation = decide.explain_isvc(catalog, isvc, revision)
+                explanation = decide.explain_isvc(catalog, isvc, revision, fast=self.fast)
         elif which == "model":
             if not request.model.model.name:
                 raise InvalidInput("model.model.name", "is required")
@@ -181,7 +182,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 )
             ref = ModelRef(request.model.model.name, kind)
             with under("model"):
-                explanation = decide.explain_model(catalog, ref, request.model.namespace, revision)
+                explanation = decide.explain_model(catalog, ref, request.model.namespace, revision, fast=self.fast)
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
         response = responses.explain_runtimes(explanation.runtimes)
@@ -223,7 +224,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         isvc = _parse_isvc(request.inference_service)
         catalog = _request_catalog(base, request.catalog)
         with under(ISVC_FIELD):
-            result = decide.effective(catalog, isvc, revision, lookup)
+            result = decide.effective(catalog, isvc, revision, lookup, fast=self.fast)
         runtime = result.runtime
         return pb.EffectiveResponse(
             runtime=runtime.meta.name if runtime else "",
