@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from concurrent import futures
 from pathlib import Path
@@ -17,6 +18,7 @@ from policyd.contract import policy_pb2, policy_pb2_grpc
 from policyd.grpc_process import add_health, announce, bind, wait_for_stop_signal
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.server import observability as obs
+from policyd.server.heap import settle_heap
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.watch import Watcher
@@ -40,7 +42,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--workers", type=int, default=8)
     p.add_argument("--decision-cache-mb", type=int, default=64, help="memory for cached decisions (0: no cache)")
+    p.add_argument(
+        "--parse-cache",
+        type=Path,
+        default=default_parse_cache(),
+        help="directory for what catalog files parsed into, by content (default: %(default)s; '' for none)",
+    )
     return p.parse_args(argv)
+
+
+def default_parse_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "policyd"
 
 
 def _record_reload(attempt: ReloadAttempt) -> None:
@@ -75,12 +87,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     obs.configure_logging(args.log_level, args.log_format)
     try:
-        state = ServingState(args.rules, args.catalog, _record_reload, args.decision_cache_mb << 20)
+        parse_cache = args.parse_cache if str(args.parse_cache) not in ("", ".") else None
+        state = ServingState(args.rules, args.catalog, _record_reload, args.decision_cache_mb << 20, parse_cache)
     except RuleFileError as err:
         print(f"policyd: cannot start: rules refused: {err}", file=sys.stderr)
         return 2
     _record_reload(state.last_attempt)
     _record_catalog(state)
+    settle_heap()
     for error in state.catalog_errors:
         print(f"policyd: catalog: {error}", file=sys.stderr)
 
@@ -102,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     def reload_catalog() -> None:
         state.reload_catalog()
         _record_catalog(state)
+        settle_heap()
 
     watchers = [Watcher(args.rules, False, args.watch_interval, state.reload_rules)]
     if args.catalog is not None:

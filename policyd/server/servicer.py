@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -28,6 +27,7 @@ from policyd.resources.objects import MODEL_KINDS, RUNTIME_KINDS, InferenceServi
 from policyd.resources.proto import isvc_manifest, object_manifest, struct_to_dict
 from policyd.server import observability as obs
 from policyd.server import responses
+from policyd.server.cachekey import request_digest
 from policyd.server.state import CacheKey, ServingState
 
 log = logging.getLogger("policyd.rpc")
@@ -97,11 +97,12 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         started = time.perf_counter()
         revision, catalog = self.state.revision, self.state.catalog
         request_id = dict(context.invocation_metadata()).get("x-request-id") or uuid.uuid4().hex[:16]
-        digest = hashlib.sha256(request.SerializeToString(deterministic=True)).digest()
+        cacheable = rpc in CACHEABLE
+        digest = request_digest(request, revision.policy) if cacheable else b""
         key = (revision.id, catalog.revision, rpc, digest)
         code = grpc.StatusCode.OK
         try:
-            cached = self.state.cache.get(key) if rpc in CACHEABLE else None
+            cached = self.state.cache.get(key) if cacheable else None
             if cached is not None:
                 obs.CACHE_HITS.inc()
                 self._log_decision(key, request_id, cached, cached=True)
@@ -120,7 +121,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 code = grpc.StatusCode.INTERNAL
                 log.exception("internal error", extra={"rpc": rpc, "request_id": request_id})
                 context.abort(code, f"internal error; see the policyd log for request id {request_id}")
-            if rpc in CACHEABLE:
+            if cacheable:
                 self.state.cache.put(key, response)
                 self._log_decision(key, request_id, response, cached=False)
             return response

@@ -38,13 +38,18 @@ class ReloadAttempt:
 CacheKey = tuple[str, str, str, bytes]
 
 
+_ENTRY_BYTES = 400  # what an entry costs beside its encoded response: key, node, object headers
+
+
 @dataclass
 class DecisionCache:
     """Responses by (rules revision, catalog revision, RPC, request digest), least recently
-    used first out, within a byte budget (an Explain over a large catalog is not small)."""
+    used first out, within a byte budget. Responses are held encoded, so the budget is the
+    memory they take (a message object of an Explain over a large catalog takes several
+    times its encoded size); a hit is decoded, which costs little next to deciding."""
 
     budget_bytes: int = 64 << 20
-    _items: OrderedDict[CacheKey, tuple[Message, int]] = field(default_factory=OrderedDict)
+    _items: OrderedDict[CacheKey, tuple[type[Message], bytes]] = field(default_factory=OrderedDict)
     _bytes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -54,19 +59,21 @@ class DecisionCache:
             if hit is None:
                 return None
             self._items.move_to_end(key)
-            return hit[0]
+        return hit[0].FromString(hit[1])
 
     def put(self, key: CacheKey, value: Message) -> None:
-        size = value.ByteSize()
-        if size > self.budget_bytes:
+        if self.budget_bytes <= 0:
+            return
+        data = value.SerializeToString()
+        if len(data) + _ENTRY_BYTES > self.budget_bytes:
             return
         with self._lock:
             if key in self._items:
-                self._bytes -= self._items.pop(key)[1]
-            self._items[key] = (value, size)
-            self._bytes += size
+                self._bytes -= len(self._items.pop(key)[1]) + _ENTRY_BYTES
+            self._items[key] = (type(value), data)
+            self._bytes += len(data) + _ENTRY_BYTES
             while self._bytes > self.budget_bytes:
-                self._bytes -= self._items.popitem(last=False)[1][1]
+                self._bytes -= len(self._items.popitem(last=False)[1][1]) + _ENTRY_BYTES
 
 
 class ServingState:
@@ -76,9 +83,11 @@ class ServingState:
         catalog_dir: Path | None,
         on_reload: Callable[[ReloadAttempt], None],
         cache_bytes: int = 64 << 20,
+        parse_cache: Path | None = None,
     ) -> None:
         self.rules_dir = rules_dir
         self.catalog_dir = catalog_dir
+        self.parse_cache = parse_cache
         self._on_reload = on_reload
         self._lock = threading.Lock()
         self.cache = DecisionCache(cache_bytes)
@@ -114,7 +123,7 @@ class ServingState:
 
     def reload_catalog(self) -> None:
         assert self.catalog_dir is not None
-        loaded = load_directory(self.catalog_dir)
+        loaded = load_directory(self.catalog_dir, self.parse_cache)
         errors, accepted = list(loaded.errors), []
         for obj in loaded.objects:
             # What the webhook would refuse in a runtime never enters the catalog.

@@ -8,7 +8,7 @@ from pathlib import Path
 from testkit.shared import RULES
 
 from policyd.contract import policy_pb2 as pb
-from policyd.server.state import DecisionCache, ServingState
+from policyd.server.state import _ENTRY_BYTES, DecisionCache, ServingState
 
 RUNTIME = """
 apiVersion: ome.io/v1beta1
@@ -54,15 +54,24 @@ def test_a_refused_rules_change_keeps_the_last_good_revision(tmp_path: Path) -> 
 
 def test_the_decision_cache_keeps_the_most_recent_answers_within_its_byte_budget() -> None:
     answers = [pb.SelectResponse(error="x" * 100, revisions=pb.Revisions(rules_revision=str(i))) for i in range(5)]
-    size = answers[0].ByteSize()
+    size = answers[0].ByteSize() + _ENTRY_BYTES  # what an entry costs: its encoded answer and its overhead
     cache = DecisionCache(budget_bytes=3 * size)
     for i, answer in enumerate(answers[:3]):
         cache.put(("r", "c", "Select", bytes([i])), answer)
-    assert cache.get(("r", "c", "Select", bytes([0]))) is answers[0]  # now the most recently used
+    assert cache.get(("r", "c", "Select", bytes([0]))) == answers[0]  # now the most recently used
     cache.put(("r", "c", "Select", bytes([3])), answers[3])
     assert cache.get(("r", "c", "Select", bytes([1]))) is None  # the least recently used went
-    assert cache.get(("r", "c", "Select", bytes([0]))) is answers[0]
+    assert cache.get(("r", "c", "Select", bytes([0]))) == answers[0]
     huge = pb.SelectResponse(error="x" * (4 * size))
     cache.put(("r", "c", "Select", b"huge"), huge)
     assert cache.get(("r", "c", "Select", b"huge")) is None  # larger than the whole budget: not cached
-    assert cache.get(("r", "c", "Select", bytes([3]))) is answers[3]
+    assert cache.get(("r", "c", "Select", bytes([3]))) == answers[3]
+
+
+def test_the_decision_cache_holds_answers_encoded_so_its_budget_is_their_memory() -> None:
+    answer = pb.SelectResponse(error="x" * 1000)
+    cache = DecisionCache(budget_bytes=1 << 20)
+    cache.put(("r", "c", "Select", b"k"), answer)
+    ((_, held),) = cache._items.values()
+    assert held == answer.SerializeToString() and cache._bytes == len(held) + _ENTRY_BYTES
+    assert cache.get(("r", "c", "Select", b"k")) is not answer
