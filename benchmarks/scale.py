@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ from policyd.contract import resources_pb2 as rpb  # noqa: E402
 CACHE = Path(tempfile.gettempdir()) / "policyd-scale-catalogs"
 RECIPE = "3"  # bump when synthetic.py changes, so cached catalogs are written again
 POOL_MODELS = 8
+EXPLAINED = 12  # InferenceServices explained, cycled through
 
 
 def catalog_dir(size: str) -> Path:
@@ -75,10 +77,9 @@ def catalog_dir(size: str) -> Path:
 
 
 def pool() -> list[dict[str, Any]]:
-    """The InferenceServices a run decides, cycled through: models x shapes."""
+    """The InferenceServices a run decides: models x shapes."""
     out = []
-    models = synthetic.models(families=1, limit=POOL_MODELS // 2)
-    for model in models[:POOL_MODELS]:
+    for model in synthetic.models(families=1, limit=POOL_MODELS):
         out.extend(synthetic.isvc_shapes(model["metadata"]["name"]))
     return out
 
@@ -104,6 +105,12 @@ def rss_mb(pid: int) -> float:
     return total / 1024
 
 
+@cache
+def _supports(option: str) -> bool:
+    usage = subprocess.run([sys.executable, "-m", "policyd.server.main", "--help"], capture_output=True, text=True)
+    return option in usage.stdout
+
+
 @dataclass
 class Daemon:
     address: str
@@ -113,7 +120,7 @@ class Daemon:
 
 
 @contextmanager
-def daemon(catalog: Path, cache_mb: int, processes: int) -> Iterator[Daemon]:
+def daemon(catalog: Path, cache_mb: int, processes: int, parse_cache: Path) -> Iterator[Daemon]:
     with tempfile.TemporaryDirectory(prefix="policyd-scale-") as tmp:
         rules = Path(tmp) / "rules"
         shutil.copytree(ROOT / "rules", rules, ignore=shutil.ignore_patterns("examples"))
@@ -121,6 +128,8 @@ def daemon(catalog: Path, cache_mb: int, processes: int) -> Iterator[Daemon]:
         cmd = [sys.executable, "-m", "policyd.server.main", "--catalog", str(catalog), "--rules", str(rules)]
         cmd += ["--listen", "127.0.0.1:0", "--ready-file", str(ready), "--log-level", "error"]
         cmd += ["--decision-cache-mb", str(cache_mb)]
+        if _supports("--parse-cache"):  # (not the code before it: the benchmark measures both)
+            cmd += ["--parse-cache", str(parse_cache)]
         if processes > 1:
             cmd += ["--processes", str(processes)]
         began = time.perf_counter()
@@ -187,9 +196,10 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
     run = Run()
     catalog = catalog_dir(size)
     shapes = pool()
-    extra_models = [rpb.Object(manifest=json.dumps(m)) for m in synthetic.models(families=1, limit=POOL_MODELS // 2)]
-    with daemon(catalog, 0, processes) as d:
-        run.figures["start s"] = d.started
+    extra_models = [rpb.Object(manifest=json.dumps(m)) for m in synthetic.models(families=1, limit=POOL_MODELS)]
+    parse_cache = Path(tempfile.mkdtemp(prefix="policyd-parse-cache-"))
+    with daemon(catalog, 0, processes, parse_cache) as d:
+        run.figures["start, no parse cache s"] = d.started
         ch = channel(d.address)
         policy = policy_pb2_grpc.PolicyServiceStub(ch)
         health = health_pb2_grpc.HealthStub(ch)
@@ -197,32 +207,57 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
         status = policy.GetStatus(pb.GetStatusRequest())
         run.figures["runtimes"] = status.runtimes
 
+        def ask(doc: dict[str, Any], name: str) -> Any:
+            return policy.Select(pb.SelectRequest(inference_service=renamed(doc, name)))
+
+        picks = [doc for doc in shapes if ask(doc, "probe").ranking]
+        nones = [doc for doc in shapes if doc not in picks]
+        explains = shapes[:: max(1, len(shapes) // EXPLAINED)][:EXPLAINED]
+        run.figures["Select pool"] = len(picks)
+
         def select(i: int) -> Any:
-            doc = shapes[i % len(shapes)]
-            return policy.Select(pb.SelectRequest(inference_service=renamed(doc, f"s{i}")))
+            return ask(picks[i % len(picks)], f"s{i}")
+
+        def select_none(i: int) -> Any:
+            return ask(nones[i % len(nones)], f"n{i}")
 
         def explain(i: int) -> Any:
-            doc = shapes[i % len(shapes)]
+            doc = explains[i % len(explains)]
             return policy.Explain(pb.ExplainRequest(inference_service=renamed(doc, f"e{i}")))
 
         for i in range(len(shapes)):  # warm what is memoised below the decision cache
             select(i)
+        for i in range(len(explains)):
             explain(i)
         empty, _ = p50(lambda i: health.Check(health_pb2.HealthCheckRequest()), n)
         run.figures["empty ms"] = empty * 1e3
         sel, _ = p50(select, n)
         run.figures["Select ms"] = sel * 1e3
         run.figures["Select xempty"] = sel / empty
+        none, _ = p50(select_none, max(len(nones), n // 8))
+        run.figures["Select, none selectable ms"] = none * 1e3
         samples = []
-        explain_n = max(len(shapes), n // 4)
-        for i in range(explain_n):
+        for i in range(max(len(explains), n // 4)):
             start = time.perf_counter()
             reply = explain(i)
             took = time.perf_counter() - start
             samples.append((took, len(reply.runtimes)))
         run.figures["Explain ms"] = statistics.median(t for t, _ in samples) * 1e3
-        run.figures["Explain µs/runtime"] = statistics.median((t - empty) / max(1, k) * 1e6 for t, k in samples)
+        run.figures["Explain us/runtime"] = statistics.median((t - empty) / max(1, k) * 1e6 for t, k in samples)
         run.figures["in scope"] = statistics.median(k for _, k in samples)
+        # an InferenceService of a model the daemon has not seen: nothing memoised yet
+        fresh = synthetic.models(families=0, limit=len(synthetic.templates()))
+        cold = []
+        for i, model in enumerate(fresh[-4:]):
+            doc = json.loads(json.dumps(model))
+            doc["metadata"]["name"] = f"cold-{i}"
+            doc["spec"]["modelParameterSize"] = f"{i + 2}B"
+            policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=json.dumps(doc))]))
+            isvc = next(synthetic.isvc_shapes(f"cold-{i}"))
+            start = time.perf_counter()
+            policy.Explain(pb.ExplainRequest(inference_service=renamed(isvc, "cold")))
+            cold.append(time.perf_counter() - start)
+        run.figures["Explain, new model ms"] = statistics.median(cold) * 1e3
 
         template = synthetic.templates()[0]
 
@@ -246,7 +281,7 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
 
         def select_call(c: Any) -> Callable[[int], Any]:
             stub = policy_pb2_grpc.PolicyServiceStub(c)
-            return lambda i: stub.Select(pb.SelectRequest(inference_service=renamed(shapes[i % len(shapes)], f"t{i}")))
+            return lambda i: stub.Select(pb.SelectRequest(inference_service=renamed(picks[i % len(picks)], f"t{i}")))
 
         empty_rate = rate(d.address, empty_call, 4, seconds)
         run.figures["empty /s"] = empty_rate
@@ -254,7 +289,7 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
 
         # a rules reload while a client calls Select
         before = status.revisions.rules_revision
-        failures, calls, stop = [0], [0], threading.Event()
+        failures, stop = [0], threading.Event()
 
         def caller() -> None:
             with channel(d.address) as c:
@@ -262,10 +297,9 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
                 i = 0
                 while not stop.is_set():
                     try:
-                        stub.Select(pb.SelectRequest(inference_service=renamed(shapes[i % len(shapes)], f"r{i}")))
+                        stub.Select(pb.SelectRequest(inference_service=renamed(picks[i % len(picks)], f"r{i}")))
                     except grpc.RpcError:
                         failures[0] += 1
-                    calls[0] += 1
                     i += 1
 
         thread = threading.Thread(target=caller)
@@ -285,9 +319,11 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
         run.figures["reload failed calls"] = failures[0]
         run.figures["RSS MB"] = rss_mb(d.pid)
         ch.close()
-    with daemon(catalog, 64, processes) as d:
+    with daemon(catalog, 64, processes, parse_cache) as d:
+        run.figures["start s"] = d.started
         empty_rate = rate(d.address, empty_call, 4, seconds)
         run.figures["throughput xempty (cache)"] = rate(d.address, select_call, 4, seconds) / empty_rate
+    shutil.rmtree(parse_cache, ignore_errors=True)
     return run
 
 

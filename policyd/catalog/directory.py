@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import pickle
 import tempfile
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -120,15 +121,14 @@ def _write_cache(path: Path, files: dict[str, FileLoad]) -> None:
 
 
 def _parse_all(texts: list[str]) -> list[FileLoad]:
-    """Parse on every core when there are enough files; in this process otherwise."""
+    """Parse on every core when there are enough files and this process runs one thread (as
+    at start-up: forking copies only the calling thread, so a busy daemon parses here)."""
     workers = os.cpu_count() or 1
-    if len(texts) < PARALLEL_FROM or workers < 2:
+    if len(texts) < PARALLEL_FROM or workers < 2 or threading.active_count() > 1:
         return _parse_files(texts)
-    # forkserver: the daemon may have threads (watchers, gRPC) that a plain fork would copy mid-flight
-    context = multiprocessing.get_context("forkserver")
     chunk = max(50, len(texts) // (workers * 4))
     parts = [texts[i : i + chunk] for i in range(0, len(texts), chunk)]
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         return [load for part in pool.map(_parse_files, parts) for load in part]
 
 

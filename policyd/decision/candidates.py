@@ -240,12 +240,15 @@ def _add(
         buckets.setdefault((kind, ns, name, value), []).append(key)
 
 
+def index_for(catalog: Catalog, planner: Planner) -> Index:
+    return catalog.derived(
+        ("candidates", planner.scoring, planner.indexed),
+        lambda c: Index.build(c, planner.scoring, planner.indexed),
+    )
+
+
 def selectable_candidates(
     catalog: Catalog, planner: Planner, namespace: str, base: Record
 ) -> Sequence[ServingRuntime] | None:
     """The runtimes in scope that may be selectable, or None when every one may be."""
-    index = catalog.derived(
-        ("candidates", planner.scoring, planner.indexed),
-        lambda c: Index.build(c, planner.scoring, planner.indexed),
-    )
-    return index.candidates(catalog, namespace, planner.plan(base))
+    return index_for(catalog, planner).candidates(catalog, namespace, planner.plan(base))

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar
 
 from policyd.catalog.snapshot import Catalog, make_key
-from policyd.decision.candidates import Planner, selectable_candidates
+from policyd.decision.candidates import Planner, index_for, selectable_candidates
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import rank
 from policyd.decision.shared import SharedVerdicts
@@ -52,7 +53,14 @@ class Selection:
 class Explanation:
     model: BaseModel
     model_format: str
-    runtimes: tuple[RuntimeVerdict, ...]
+    # each runtime in scope with its verdict; a verdict may stand for every runtime of its
+    # shape (its own ``runtime`` is then one of them: decision/shared.py)
+    rows: tuple[tuple[ServingRuntime, RuntimeVerdict], ...]
+
+    @cached_property
+    def runtimes(self) -> tuple[RuntimeVerdict, ...]:
+        """Each runtime's verdict, about that runtime."""
+        return tuple(v if v.runtime is r else v.on(r) for r, v in self.rows)
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,13 @@ def _shared_verdicts(revision: Revision) -> SharedVerdicts:
     return _of_revision(_shared, revision, lambda r: SharedVerdicts(r.policy))
 
 
+def prepare(revision: Revision, catalog: Catalog) -> None:
+    """Build what decisions at this revision and catalog read before the first call needs it:
+    the index of candidates and the cluster's runtimes by name."""
+    index_for(catalog, _planner(revision))
+    catalog.in_scope("")
+
+
 # -- facts ------------------------------------------------------------------------------------
 
 
@@ -152,13 +167,19 @@ def _judge(
 
 def _judge_in_scope(
     revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], fast: bool
-) -> list[RuntimeVerdict]:
-    """As ``_judge`` (named=False); ``fast`` judges each shape of runtime once (decision/shared.py)."""
+) -> list[tuple[ServingRuntime, RuntimeVerdict]]:
+    """As ``_judge`` (named=False), each runtime with its verdict; ``fast`` judges each shape
+    of runtime once (decision/shared.py), so a verdict may be about another runtime of its shape."""
     if not fast:
-        return _judge(revision, subject, base, runtimes, named=False)
+        return list(zip(runtimes, _judge(revision, subject, base, runtimes, named=False), strict=True))
     shared = _shared_verdicts(revision)
     key = shared.request_key(subject, base, named=False)
-    return shared.verdicts(key, runtimes, lambda todo: _judge(revision, subject, base, todo, named=False))
+    found = shared.verdicts(key, runtimes, lambda todo: _judge(revision, subject, base, todo, named=False))
+    return list(zip(runtimes, found, strict=True))
+
+
+def _own(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> list[RuntimeVerdict]:
+    return [v if v.runtime is r else v.on(r) for r, v in rows]
 
 
 def _verdict(
@@ -224,8 +245,8 @@ def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record
         )
     candidates = selectable_candidates(catalog, _planner(revision), subject.namespace, base) if fast else None
     scope = catalog.in_scope(subject.namespace) if candidates is None else candidates
-    verdicts = _judge_in_scope(revision, subject, base, scope, fast)
-    ranking = rank(verdicts, policy.ranking)
+    rows = _judge_in_scope(revision, subject, base, scope, fast)
+    ranking = rank(_own([(r, v) for r, v in rows if v.selectable]), policy.ranking)
     messages = policy.messages
     if ranking:
         values = {"runtime_name": ranking[0].runtime.meta.name, "model_name": subject.model.meta.name}
@@ -234,19 +255,19 @@ def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record
         return Selection(tuple(ranking), None, warnings, ())
     if candidates is not None:  # nothing selectable: OME's message speaks of every runtime in scope
         scope = catalog.in_scope(subject.namespace)
-        verdicts = _judge_in_scope(revision, subject, base, scope, fast)
-    return _none_selectable(revision, base, scope, verdicts)
+        rows = _judge_in_scope(revision, subject, base, scope, fast)
+    return _none_selectable(revision, base, scope, rows)
 
 
 def _none_selectable(
     revision: Revision,
     base: Record,
     scope: Sequence[ServingRuntime],
-    verdicts: Sequence[RuntimeVerdict],
+    rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]],
 ) -> Selection:
     policy = revision.policy
     messages = policy.messages
-    excluded = tuple(v for v in verdicts if v.checks and v.checks[0].effect in policy.listed)
+    excluded = tuple(_own([(r, v) for r, v in rows if v.checks and v.checks[0].effect in policy.listed]))
     text = templates.render(messages["no_runtime"], base)
     if scope:
         namespaced = sum(1 for r in scope if r.namespaced)
@@ -291,8 +312,8 @@ def explain_model(
 def _explain(
     revision: Revision, catalog: Catalog, subject: Subject, base: Record, model: BaseModel, fast: bool
 ) -> Explanation:
-    verdicts = _judge_in_scope(revision, subject, base, catalog.in_scope(subject.namespace), fast)
-    return Explanation(model, format_label(model), tuple(verdicts))
+    rows = _judge_in_scope(revision, subject, base, catalog.in_scope(subject.namespace), fast)
+    return Explanation(model, format_label(model), tuple(rows))
 
 
 def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Resolution:

@@ -114,7 +114,8 @@ class SharedVerdicts:
         return key
 
     def verdicts(self, request: Key, runtimes: Sequence[ServingRuntime], judge: Judge) -> list[RuntimeVerdict]:
-        """A verdict for each runtime, in order; ``judge`` judges the shapes not seen yet."""
+        """A verdict for each runtime, in order: one verdict for all the runtimes of a shape (so
+        its ``runtime`` is one of them); ``judge`` judges the shapes not seen yet."""
         with self._lock:
             known = self._by_request.get(request)
             if known is not None:
@@ -130,11 +131,7 @@ class SharedVerdicts:
         if todo:
             fresh = {k: _kept(v) for k, v in zip(todo, judge(list(todo.values())), strict=True)}
             self._keep(request, fresh)
-        out = []
-        for key, runtime in zip(keys, runtimes, strict=True):
-            verdict = fresh.get(key) or known[key]
-            out.append(verdict if verdict.runtime is runtime else verdict.on(runtime))
-        return out
+        return [fresh.get(k) or known[k] for k in keys]
 
     def _keep(self, request: Key, fresh: dict[Key, RuntimeVerdict]) -> None:
         with self._lock:

@@ -17,7 +17,7 @@ from policyd.resources.objects import ServingRuntime
 Record = Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reason:
     rule_id: str  # the rule, or the group whose rules' reasons it combines
     effect: str
@@ -30,7 +30,7 @@ class Reason:
     parts: tuple[Reason, ...] = ()  # a group's reasons, in order
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Refusal:
     kind: str
     message: str  # the admission message; empty when only the condition reports it
@@ -70,7 +70,7 @@ def refusal(policy: Policy, rule: Rule, record: Record, named: bool = False, com
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Check:
     """A check the runtime fails: a rule, or a group of rules whose reasons combine."""
 

@@ -19,6 +19,7 @@ from policyd.grpc_process import add_health, announce, bind, wait_for_stop_signa
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.server import observability as obs
 from policyd.server.heap import settle_heap
+from policyd.server.processes import serving_state, supervise
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.watch import Watcher
@@ -40,7 +41,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--watch-interval", type=float, default=0.2, help="seconds between checks of the watched directories"
     )
-    p.add_argument("--workers", type=int, default=8)
+    p.add_argument("--workers", type=int, default=8, help="threads per process")
+    p.add_argument(
+        "--processes", type=int, default=1, help="serve from this many processes on one TCP port (SO_REUSEPORT)"
+    )
+    p.add_argument("--journal", type=Path, help=argparse.SUPPRESS)  # set by --processes for its workers
     p.add_argument("--decision-cache-mb", type=int, default=64, help="memory for cached decisions (0: no cache)")
     p.add_argument(
         "--parse-cache",
@@ -86,9 +91,14 @@ def _record_catalog(state: ServingState) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     obs.configure_logging(args.log_level, args.log_format)
+    if args.processes > 1 and args.journal is None:
+        given = sys.argv[1:] if argv is None else argv
+        return supervise(given, args.listen, args.processes, args.ready_file, args.metrics_port)
     try:
         parse_cache = args.parse_cache if str(args.parse_cache) not in ("", ".") else None
-        state = ServingState(args.rules, args.catalog, _record_reload, args.decision_cache_mb << 20, parse_cache)
+        state = serving_state(
+            args.journal, args.rules, args.catalog, _record_reload, args.decision_cache_mb << 20, parse_cache
+        )
     except RuleFileError as err:
         print(f"policyd: cannot start: rules refused: {err}", file=sys.stderr)
         return 2

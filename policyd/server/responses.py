@@ -39,6 +39,7 @@ def _varint(n: int) -> bytes:
 _IDENTITY: dict[tuple[str, str, str], bytes] = {}
 _IDENTITY_LIMIT = 200_000
 _RUNTIMES_TAG = b"\x0a"  # field 1 (runtimes), length-delimited, of ExplainResponse
+_EXCLUDED_TAG = b"\x22"  # field 4 (excluded), length-delimited, of SelectResponse
 
 
 def _identity(runtime: ServingRuntime) -> bytes:
@@ -67,12 +68,22 @@ def _judged(e: RuntimeVerdict) -> bytes:
     return wire
 
 
-def explain_runtimes(verdicts: Sequence[RuntimeVerdict]) -> pb.ExplainResponse:
-    """An ExplainResponse holding ``verdicts``, built from their encoded forms: the identity
-    fields (1-3) come before the rest, in field order, as the message itself would encode."""
+def excluded_runtimes(verdicts: Sequence[RuntimeVerdict]) -> bytes:
+    """SelectResponse's excluded field (4) holding ``verdicts``, encoded as explain_runtimes does."""
     parts: list[bytes] = []
     for e in verdicts:
         row = _identity(e.runtime) + _judged(e)
+        parts += (_EXCLUDED_TAG, _varint(len(row)), row)
+    return b"".join(parts)
+
+
+def explain_runtimes(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> pb.ExplainResponse:
+    """An ExplainResponse holding each runtime's verdict, built from encoded forms: the
+    runtime's identity (fields 1-3), then its verdict's other fields, encoded once for all the
+    runtimes a verdict stands for — field order, as the message itself would encode."""
+    parts: list[bytes] = []
+    for runtime, e in rows:
+        row = _identity(runtime) + _judged(e)
         parts += (_RUNTIMES_TAG, _varint(len(row)), row)
     return pb.ExplainResponse.FromString(b"".join(parts))
 

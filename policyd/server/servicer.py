@@ -154,14 +154,15 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         catalog = _request_catalog(base, request.catalog)
         with under(ISVC_FIELD):
             result = decide.select(catalog, isvc, revision, fast=self.fast)
-        return pb.SelectResponse(
+        response = pb.SelectResponse(
             ranking=[responses.ranked(e) for e in result.ranking],
             error=result.error,
             warnings=list(result.warnings),
-            excluded=[responses.verdict(e) for e in result.excluded],
             revisions=self._revisions(revision, catalog),
             rejection=responses.rejection(result.refusal),
         )
+        response.MergeFromString(responses.excluded_runtimes(result.excluded))
+        return response
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
         return self._serve("Explain", request, context, self._explain)
@@ -186,7 +187,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 explanation = decide.explain_model(catalog, ref, request.model.namespace, revision, fast=self.fast)
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
-        response = responses.explain_runtimes(explanation.runtimes)
+        response = responses.explain_runtimes(explanation.rows)
         response.model_format = explanation.model_format
         response.model_name = explanation.model.meta.name
         response.revisions.CopyFrom(self._revisions(revision, catalog))

@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 
 from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
-from policyd.decision.orchestrator import catalog_refusals
+from policyd.decision.orchestrator import catalog_refusals, prepare
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
@@ -109,6 +109,7 @@ class ServingState:
             attempt = ReloadAttempt(self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line)
         else:
             revision.engine.warm_from(self.revision.engine)
+            prepare(revision, self.catalog)
             self.revision = revision
             attempt = ReloadAttempt(revision.id, True, time.time())
         self.last_attempt = attempt
@@ -137,6 +138,7 @@ class ServingState:
             self.catalog_errors = errors
             self._dir_objects = {key_of(o): o for o in accepted}
             self._publish()
+        prepare(self.revision, self.catalog)
 
     def apply(self, objects: list[CatalogObject]) -> Catalog:
         with self._lock:
