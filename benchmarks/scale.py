@@ -54,7 +54,7 @@ from policyd.contract import policy_pb2_grpc  # noqa: E402
 from policyd.contract import resources_pb2 as rpb  # noqa: E402
 
 CACHE = Path(tempfile.gettempdir()) / "policyd-scale-catalogs"
-RECIPE = "3"  # bump when synthetic.py changes, so cached catalogs are written again
+RECIPE = "4"  # bump when synthetic.py changes, so cached catalogs are written again
 POOL_MODELS = 8
 EXPLAINED = 12  # InferenceServices explained, cycled through
 
@@ -153,7 +153,8 @@ def daemon(catalog: Path, cache_mb: int, processes: int, parse_cache: Path) -> I
 
 def channel(address: str) -> grpc.Channel:
     # a connection of its own (no shared subchannel), so several processes can share the load
-    return grpc.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+    options = [("grpc.use_local_subchannel_pool", 1), ("grpc.max_receive_message_length", 1 << 30)]
+    return grpc.insecure_channel(address, options=options)
 
 
 def p50(call: Callable[[int], Any], n: int) -> tuple[float, list[Any]]:

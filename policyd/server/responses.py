@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
@@ -36,6 +36,7 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+_LENGTHS = [_varint(n) for n in range(1 << 14)]  # the length prefixes of rows up to 16 kB
 _IDENTITY: dict[tuple[str, str, str], bytes] = {}
 _IDENTITY_LIMIT = 200_000
 _RUNTIMES_TAG = b"\x0a"  # field 1 (runtimes), length-delimited, of ExplainResponse
@@ -68,24 +69,30 @@ def _judged(e: RuntimeVerdict) -> bytes:
     return wire
 
 
-def excluded_runtimes(verdicts: Sequence[RuntimeVerdict]) -> bytes:
-    """SelectResponse's excluded field (4) holding ``verdicts``, encoded as explain_runtimes does."""
+def _rows(tag: bytes, rows: Iterable[tuple[ServingRuntime, RuntimeVerdict]]) -> bytes:
+    """Repeated RuntimeVerdict field ``tag`` holding each runtime's verdict: the runtime's
+    identity (fields 1-3), then the verdict's other fields, encoded once for all the runtimes
+    a shared verdict stands for — in field order, as the message itself would encode."""
+    identities, lengths = _IDENTITY, _LENGTHS
     parts: list[bytes] = []
-    for e in verdicts:
-        row = _identity(e.runtime) + _judged(e)
-        parts += (_EXCLUDED_TAG, _varint(len(row)), row)
+    for runtime, e in rows:
+        key = (runtime.kind, runtime.meta.namespace, runtime.meta.name)
+        ident = identities.get(key) or _identity(runtime)
+        shared = e.shared
+        tail = shared.wire if shared is not None and shared.wire is not None else _judged(e)
+        size = len(ident) + len(tail)
+        parts += (tag, lengths[size] if size < len(lengths) else _varint(size), ident, tail)
     return b"".join(parts)
 
 
+def excluded_runtimes(verdicts: Sequence[RuntimeVerdict]) -> bytes:
+    """SelectResponse's excluded field (4) holding ``verdicts``."""
+    return _rows(_EXCLUDED_TAG, ((e.runtime, e) for e in verdicts))
+
+
 def explain_runtimes(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> pb.ExplainResponse:
-    """An ExplainResponse holding each runtime's verdict, built from encoded forms: the
-    runtime's identity (fields 1-3), then its verdict's other fields, encoded once for all the
-    runtimes a verdict stands for — field order, as the message itself would encode."""
-    parts: list[bytes] = []
-    for runtime, e in rows:
-        row = _identity(runtime) + _judged(e)
-        parts += (_RUNTIMES_TAG, _varint(len(row)), row)
-    return pb.ExplainResponse.FromString(b"".join(parts))
+    """An ExplainResponse holding each runtime's verdict."""
+    return pb.ExplainResponse.FromString(_rows(_RUNTIMES_TAG, rows))
 
 
 def verdict(e: RuntimeVerdict) -> pb.RuntimeVerdict:

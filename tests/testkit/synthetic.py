@@ -9,9 +9,10 @@ is template i mod 203 in generation g = i div 203:
 - a later generation g is a copy named ``<template>-g<g>`` with variant v = g mod 8 of its spec:
   variants 0-5 are ClusterServingRuntimes for a sibling model family (every entry's
   architecture ``X`` becomes ``XV<v>``), variants 6-7 a team's copy of the runtime itself, a
-  ServingRuntime in namespace ``team-<g mod 16>``; each variant also sets its own
-  modelFormat version and operator, framework version and operator, model size range,
-  accelerator classes, and some disable the runtime or turn autoSelect off (the table below).
+  ServingRuntime in namespace ``team-<g mod 16>``, its entries as they are; each family variant
+  also sets its own modelFormat version and operator and framework version and operator, and
+  each variant its own model size range and accelerator classes; variant 4 turns autoSelect off,
+  variant 5 disables the runtime (the tables below).
 
 A cluster grows by teams and model families, not by runtimes per model: a model of the OME
 catalog matches its template (and, in a team's namespace, that team's copies); at most
@@ -79,6 +80,8 @@ def _variant(template: Manifest, g: int) -> Manifest:
     for entry in _entries(spec):
         if v < 6 and entry.get("modelArchitecture"):
             entry["modelArchitecture"] = f"{entry['modelArchitecture']}V{v}"
+        if v >= 6:
+            continue  # a team's copy serves the template's models: its entries stay
         version, operator = _FORMAT[v % len(_FORMAT)]
         if version and isinstance(entry.get("modelFormat"), dict):
             entry["modelFormat"].update(version=version, operator=operator)
