@@ -125,9 +125,12 @@ class Catalog:
     def in_scope(self, namespace: str) -> list[ServingRuntime]:
         """The runtimes an InferenceService in ``namespace`` may use: its namespace's
         ServingRuntimes, then every ClusterServingRuntime, each by name."""
-        namespaced = self.derived(("scope", namespace), lambda c: _ByName.of(c, "ServingRuntime", namespace))
-        cluster = self.derived(("scope", ""), lambda c: _ByName.of(c, "ClusterServingRuntime", ""))
+        namespaced = self._by_name("ServingRuntime", namespace)
+        cluster = self._by_name("ClusterServingRuntime", "")
         return [*namespaced.runtimes, *cluster.runtimes]
+
+    def _by_name(self, kind: str, namespace: str) -> _ByName:
+        return self.derived(("by name", kind, namespace), lambda c: _ByName.of(c, kind, namespace))
 
     def runtime(self, kind: str, namespace: str, name: str) -> ServingRuntime | None:
         return self.runtimes.get(make_key(kind, namespace, name))

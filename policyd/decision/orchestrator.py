@@ -115,9 +115,9 @@ def _shared_verdicts(revision: Revision) -> SharedVerdicts:
 
 def prepare(revision: Revision, catalog: Catalog) -> None:
     """Build what decisions at this revision and catalog read before the first call needs it:
-    the index of candidates and the cluster's runtimes by name."""
+    the index of candidates and the cluster's runtimes by name (with the default namespace's)."""
     index_for(catalog, _planner(revision))
-    catalog.in_scope("")
+    catalog.in_scope("default")
 
 
 # -- facts ------------------------------------------------------------------------------------
@@ -389,9 +389,12 @@ def effective(
     return Effective(runtime, tuple(modes), tuple(errors))
 
 
+_NEUTRAL_RUNTIME = neutral_record(RUNTIME)
+
+
 def catalog_refusals(revision: Revision, runtime: ServingRuntime) -> list[Refusal]:
     """What the policy refuses in a runtime itself (the catalog does not take it): its
     runtime rules with effect refuse, which test the runtime alone."""
-    record = {**neutral_record(RUNTIME), **intrinsic_facts(runtime)}
+    record = {**_NEUTRAL_RUNTIME, **intrinsic_facts(runtime)}
     hits = revision.engine.fire(RUNTIME, [record])[0]
     return [refusal(revision.policy, r, record) for r in hits if r.effect == "refuse"]

@@ -6,6 +6,8 @@ polls instead."""
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -21,16 +23,18 @@ Signature = tuple[tuple[str, int, int], ...]
 def signature(root: Path, recursive: bool) -> Signature:
     """Every file's path, time and size: taken when watching starts, to see what changed
     before the watch was in place."""
-    if not root.is_dir():
-        return ()
     out = []
-    for p in root.rglob("*") if recursive else root.iterdir():
-        try:
-            st = p.stat()
-        except FileNotFoundError:
-            continue
-        if p.is_file():
-            out.append((str(p), st.st_mtime_ns, st.st_size))
+    for folder, dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.append((path, st.st_mtime_ns, st.st_size))
+        if not recursive:
+            dirs.clear()
     return tuple(sorted(out))
 
 

@@ -21,6 +21,7 @@ from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog, CatalogObject
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
+from policyd.decision.orchestrator import prepare
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_object
 from policyd.resources.objects import InferenceService, ServingRuntime
@@ -122,6 +123,7 @@ def test_fast_path_answers_every_request_as_the_plain_path(
     plain = PolicyServicer(None, DecisionLog(None), fast=False)  # type: ignore[arg-type]
     requests = list(_requests())
     first = _catalog(catalog)
+    prepare(revision, first)  # as the daemon does on loading: carried over to the changed snapshot
     for snapshot in (first, _changed(first)):
         differ = []
         for what, request in requests:
