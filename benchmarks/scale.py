@@ -57,6 +57,7 @@ CACHE = Path(tempfile.gettempdir()) / "policyd-scale-catalogs"
 RECIPE = "4"  # bump when synthetic.py changes, so cached catalogs are written again
 POOL_MODELS = 8
 EXPLAINED = 12  # InferenceServices explained, cycled through
+NONE_CALLS = 8  # Selects of InferenceServices nothing can serve (OME's message lists every runtime)
 
 
 def catalog_dir(size: str) -> Path:
@@ -226,7 +227,7 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
             doc = explains[i % len(explains)]
             return policy.Explain(pb.ExplainRequest(inference_service=renamed(doc, f"e{i}")))
 
-        for i in range(len(shapes)):  # warm what is memoised below the decision cache
+        for i in range(len(picks)):  # warm what is memoised below the decision cache
             select(i)
         for i in range(len(explains)):
             explain(i)
@@ -235,10 +236,10 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
         sel, _ = p50(select, n)
         run.figures["Select ms"] = sel * 1e3
         run.figures["Select xempty"] = sel / empty
-        none, _ = p50(select_none, max(len(nones), n // 8))
+        none, _ = p50(select_none, NONE_CALLS)
         run.figures["Select, none selectable ms"] = none * 1e3
         samples = []
-        for i in range(max(len(explains), n // 4)):
+        for i in range(max(len(explains), n // 8)):
             start = time.perf_counter()
             reply = explain(i)
             took = time.perf_counter() - start

@@ -23,7 +23,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from operator import attrgetter
+from typing import Any, cast
 
 from policyd.facts.derive import Record, Subject, intrinsic_facts
 from policyd.facts.fields import ENTRY, FIELDS, MODEL, REQUEST, RUNTIME
@@ -62,6 +63,9 @@ def fields_that_matter(policy: Policy) -> frozenset[str]:
                 found.update(placeholders(group.entries.reason))
                 found.update(placeholders(group.entries.empty))
     return frozenset(f for f in found if f in FIELDS)
+
+
+_digest = attrgetter("digest")
 
 
 def _plain(value: Any) -> Any:
@@ -122,15 +126,16 @@ class SharedVerdicts:
                 self._by_request.move_to_end(request)
         known = known or {}
         shapes = self._shapes
-        keys = [shapes.get(r.digest) or self.shape_key(r) for r in runtimes]
-        todo: dict[Key, ServingRuntime] = {}
-        for key, runtime in zip(keys, runtimes, strict=True):
-            if key not in known and key not in todo:
-                todo[key] = runtime
-        fresh: dict[Key, RuntimeVerdict] = {}
-        if todo:
-            fresh = {k: _kept(v) for k, v in zip(todo, judge(list(todo.values())), strict=True)}
-            self._keep(request, fresh)
+        found = list(map(shapes.get, map(_digest, runtimes)))
+        if None in found:
+            found = [k or self.shape_key(r) for k, r in zip(found, runtimes, strict=True)]
+        keys = cast(list[Key], found)
+        missing = set(keys).difference(known)
+        if not missing:
+            return list(map(known.__getitem__, keys))
+        todo = {k: r for k, r in zip(keys, runtimes, strict=True) if k in missing}
+        fresh = {k: _kept(v) for k, v in zip(todo, judge(list(todo.values())), strict=True)}
+        self._keep(request, fresh)
         return [fresh.get(k) or known[k] for k in keys]
 
     def _keep(self, request: Key, fresh: dict[Key, RuntimeVerdict]) -> None:

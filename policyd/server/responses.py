@@ -37,14 +37,14 @@ def _varint(n: int) -> bytes:
 
 
 _LENGTHS = [_varint(n) for n in range(1 << 14)]  # the length prefixes of rows up to 16 kB
-_IDENTITY: dict[tuple[str, str, str], bytes] = {}
+_IDENTITY: dict[str, bytes] = {}  # by the runtime's digest (its name, kind and namespace among its content)
 _IDENTITY_LIMIT = 200_000
 _RUNTIMES_TAG = b"\x0a"  # field 1 (runtimes), length-delimited, of ExplainResponse
 _EXCLUDED_TAG = b"\x22"  # field 4 (excluded), length-delimited, of SelectResponse
 
 
 def _identity(runtime: ServingRuntime) -> bytes:
-    key = (runtime.kind, runtime.meta.namespace, runtime.meta.name)
+    key = runtime.digest
     found = _IDENTITY.get(key)
     if found is None:
         if len(_IDENTITY) >= _IDENTITY_LIMIT:
@@ -76,8 +76,7 @@ def _rows(tag: bytes, rows: Iterable[tuple[ServingRuntime, RuntimeVerdict]]) -> 
     identities, lengths = _IDENTITY, _LENGTHS
     parts: list[bytes] = []
     for runtime, e in rows:
-        key = (runtime.kind, runtime.meta.namespace, runtime.meta.name)
-        ident = identities.get(key) or _identity(runtime)
+        ident = identities.get(runtime.digest) or _identity(runtime)
         shared = e.shared
         tail = shared.wire if shared is not None and shared.wire is not None else _judged(e)
         size = len(ident) + len(tail)
