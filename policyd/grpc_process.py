@@ -86,13 +86,15 @@ def new_server(
     max_message_bytes: int = 16 << 20,
     max_concurrent: int | None = None,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
+    shared: bool = False,
 ) -> grpc.Server:
     """A server with its limits: a larger request is RESOURCE_EXHAUSTED (gRPC's check), and so is a
-    call beyond ``max_concurrent`` in progress or queued."""
+    call beyond ``max_concurrent`` in progress or queued. ``shared``: one of the processes
+    ``policyd --processes`` starts on one port (SO_REUSEPORT)."""
     options = [
         # gRPC sets SO_REUSEPORT by default, so a second process on a busy port would bind it too
         # and the two would share the traffic; an operator expects "address already in use".
-        ("grpc.so_reuseport", 0),
+        ("grpc.so_reuseport", 1 if shared else 0),
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_connection_idle_ms", IDLE_CONNECTION_SECONDS * 1000),
@@ -148,11 +150,14 @@ def _check_unix_free(listen: Listen) -> None:
     raise ListenError(f"{listen.text}: address already in use")
 
 
-def bind(server: grpc.Server, listen: Listen, credentials: grpc.ServerCredentials | None = None) -> str:
-    """Bind (with TLS given ``credentials``) and give the address actually bound (the real port for ``:0``)."""
+def bind(
+    server: grpc.Server, listen: Listen, credentials: grpc.ServerCredentials | None = None, shared: bool = False
+) -> str:
+    """Bind (with TLS given ``credentials``) and give the address actually bound (the real port for ``:0``);
+    ``shared``: the port is held for this process by ``policyd --processes``."""
     if listen.unix:
         _check_unix_free(listen)
-    else:
+    elif not shared:
         _check_tcp_free(listen)
     try:
         if credentials is None:

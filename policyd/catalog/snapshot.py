@@ -1,15 +1,26 @@
-"""A catalog snapshot: what runtimes and models exist, at one revision."""
+"""A catalog snapshot: what runtimes, models, InferenceServices and AcceleratorClasses exist,
+at one revision.
+
+Snapshots are immutable. A change of a few objects makes the next snapshot from this one
+(``changed``) without touching the others: the revision is a sum of per-object digests, and
+what a snapshot derived for its requests (runtimes in scope by name, indexes) is carried over
+by updating only the changed objects."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from policyd.resources.objects import NAMESPACED_KINDS, AcceleratorClass, BaseModel, InferenceService, ServingRuntime
 
 Key = tuple[str, str, str]  # kind, namespace ("" at cluster scope), name
 CatalogObject = BaseModel | ServingRuntime | InferenceService | AcceleratorClass
+Changes = Mapping[Key, CatalogObject | None]  # None: deleted
+T = TypeVar("T")
+_REVISION_BITS = 48  # 12 hex digits
 
 
 def make_key(kind: str, namespace: str, name: str) -> Key:
@@ -21,12 +32,49 @@ def key_of(obj: CatalogObject) -> Key:
     return make_key(obj.kind, obj.meta.namespace, obj.meta.name)
 
 
+def _object_hash(obj: CatalogObject) -> int:
+    text = f"{'/'.join(key_of(obj))}={obj.digest}".encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[: _REVISION_BITS // 8], "big")
+
+
+def _revision(total: int) -> str:
+    return f"{total:0{_REVISION_BITS // 4}x}"
+
+
 def revision_of(objects: Iterable[CatalogObject]) -> str:
-    """A revision that changes whenever any object's content, or the set of objects, does."""
-    h = hashlib.sha256()
-    for key, content in sorted((key_of(o), o.digest) for o in objects):
-        h.update(f"{'/'.join(key)}={content}\n".encode())
-    return h.hexdigest()[:12]
+    """A revision that changes whenever any object's content, or the set of objects, does:
+    the sum of the objects' digests, so one change updates it without the others."""
+    return _revision(sum(_object_hash(o) for o in objects) % (1 << _REVISION_BITS))
+
+
+class Derived(Protocol):
+    """Something a snapshot computed from its objects that a changed snapshot can update."""
+
+    def derive(self, catalog: Catalog, changes: Changes) -> Derived | None:
+        """The same for ``catalog`` (this snapshot with ``changes``), or None to compute it anew."""
+
+
+_Maps = tuple[dict[Key, ServingRuntime], dict[Key, BaseModel], dict[Key, InferenceService], dict[Key, AcceleratorClass]]
+
+
+def _put(maps: _Maps, key: Key, obj: CatalogObject) -> None:
+    runtimes, models, isvcs, classes = maps
+    if isinstance(obj, ServingRuntime):
+        runtimes[key] = obj
+    elif isinstance(obj, BaseModel):
+        models[key] = obj
+    elif isinstance(obj, InferenceService):
+        isvcs[key] = obj
+    else:
+        classes[key] = obj
+
+
+def _pop(maps: _Maps, key: Key) -> CatalogObject | None:
+    for mapping in maps:
+        found: CatalogObject | None = mapping.pop(key, None)
+        if found is not None:
+            return found
+    return None
 
 
 @dataclass(frozen=True)
@@ -38,24 +86,16 @@ class Catalog:
     # AcceleratorClasses (what lint checks accelerator class names against)
     inference_services: Mapping[Key, InferenceService] = field(default_factory=dict)
     accelerator_classes: Mapping[Key, AcceleratorClass] = field(default_factory=dict)
+    total: int = 0  # the revision's sum
+    _derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def of(objects: Iterable[CatalogObject], revision: str = "") -> Catalog:
-        runtimes: dict[Key, ServingRuntime] = {}
-        models: dict[Key, BaseModel] = {}
-        isvcs: dict[Key, InferenceService] = {}
-        classes: dict[Key, AcceleratorClass] = {}
+        maps: _Maps = ({}, {}, {}, {})
         for obj in objects:
-            if isinstance(obj, ServingRuntime):
-                runtimes[key_of(obj)] = obj
-            elif isinstance(obj, BaseModel):
-                models[key_of(obj)] = obj
-            elif isinstance(obj, InferenceService):
-                isvcs[key_of(obj)] = obj
-            else:
-                classes[key_of(obj)] = obj
-        everything: list[CatalogObject] = [*runtimes.values(), *models.values(), *isvcs.values(), *classes.values()]
-        return Catalog(revision or revision_of(everything), runtimes, models, isvcs, classes)
+            _put(maps, key_of(obj), obj)
+        total = sum(_object_hash(o) for m in maps for o in m.values()) % (1 << _REVISION_BITS)
+        return Catalog(revision or _revision(total), *maps, total=total)
 
     def objects(self) -> list[CatalogObject]:
         return [
@@ -64,6 +104,9 @@ class Catalog:
             *self.inference_services.values(),
             *self.accelerator_classes.values(),
         ]
+
+    def keys(self) -> list[Key]:
+        return [*self.runtimes, *self.models, *self.inference_services, *self.accelerator_classes]
 
     def get(self, key: Key) -> CatalogObject | None:
         found: CatalogObject | None = (
@@ -74,26 +117,106 @@ class Catalog:
         )
         return found
 
+    def changed(self, upserts: Iterable[CatalogObject] = (), deletes: Iterable[Key] = ()) -> Catalog:
+        """This catalog with ``upserts`` added or replaced and ``deletes`` removed; it costs
+        the changed objects (and a copy of the mappings), not a pass over every object."""
+        maps: _Maps = (
+            dict(self.runtimes),
+            dict(self.models),
+            dict(self.inference_services),
+            dict(self.accelerator_classes),
+        )
+        changes: dict[Key, CatalogObject | None] = {}
+        total = self.total
+        for key in deletes:
+            old = _pop(maps, key)
+            if old is not None:
+                total -= _object_hash(old)
+                changes[key] = None
+        for obj in upserts:
+            key = key_of(obj)
+            old = _pop(maps, key)
+            if old is not None:
+                total -= _object_hash(old)
+            total += _object_hash(obj)
+            _put(maps, key, obj)
+            changes[key] = obj
+        total %= 1 << _REVISION_BITS
+        out = Catalog(_revision(total), *maps, total=total)
+        for name, value in list(self._derived.items()):
+            carried = value.derive(out, changes)
+            if carried is not None:
+                out._derived[name] = carried
+        return out
+
     def overlay(self, objects: list[CatalogObject], isolated: bool) -> Catalog:
         """This catalog with ``objects`` added or replaced (or only ``objects`` when isolated), for one request."""
         if not objects and not isolated:
             return self
-        base: list[CatalogObject] = [] if isolated else self.objects()
         extra = revision_of(objects)
-        return Catalog.of([*base, *objects], f"{'' if isolated else self.revision + '+'}{extra}")
+        if isolated:
+            return Catalog.of(objects, extra)
+        merged = self.changed(objects)
+        return Catalog(
+            f"{self.revision}+{extra}",
+            merged.runtimes,
+            merged.models,
+            merged.inference_services,
+            merged.accelerator_classes,
+            merged.total,
+            merged._derived,
+        )
+
+    def derived(self, name: Any, build: Callable[[Catalog], T]) -> T:
+        """What ``build`` computes from this snapshot, once per snapshot (and carried over to
+        changed snapshots when it is Derived)."""
+        value = self._derived.get(name)
+        if value is None:
+            value = self._derived[name] = build(self)
+        return value
 
     def in_scope(self, namespace: str) -> list[ServingRuntime]:
         """The runtimes an InferenceService in ``namespace`` may use: its namespace's
         ServingRuntimes, then every ClusterServingRuntime, each by name."""
-        namespaced = sorted(
-            (r for (kind, ns, _), r in self.runtimes.items() if kind == "ServingRuntime" and ns == namespace),
-            key=lambda r: r.meta.name,
-        )
-        cluster = sorted(
-            (r for (kind, _, _), r in self.runtimes.items() if kind == "ClusterServingRuntime"),
-            key=lambda r: r.meta.name,
-        )
-        return [*namespaced, *cluster]
+        namespaced = self._by_name("ServingRuntime", namespace)
+        cluster = self._by_name("ClusterServingRuntime", "")
+        return [*namespaced.runtimes, *cluster.runtimes]
+
+    def _by_name(self, kind: str, namespace: str) -> _ByName:
+        return self.derived(("by name", kind, namespace), lambda c: _ByName.of(c, kind, namespace))
 
     def runtime(self, kind: str, namespace: str, name: str) -> ServingRuntime | None:
         return self.runtimes.get(make_key(kind, namespace, name))
+
+
+def _name(runtime: ServingRuntime) -> str:
+    return runtime.meta.name
+
+
+@dataclass(frozen=True)
+class _ByName:
+    """The runtimes of one kind in one namespace, by name."""
+
+    kind: str
+    namespace: str
+    runtimes: list[ServingRuntime]
+
+    @staticmethod
+    def of(catalog: Catalog, kind: str, namespace: str) -> _ByName:
+        found = [r for (k, ns, _), r in catalog.runtimes.items() if k == kind and ns == namespace]
+        return _ByName(kind, namespace, sorted(found, key=_name))
+
+    def derive(self, catalog: Catalog, changes: Changes) -> _ByName:
+        runtimes = self.runtimes
+        mine = [k for k in changes if k[0] == self.kind and k[1] == self.namespace]
+        if not mine:
+            return self
+        runtimes = list(runtimes)
+        for key in mine:
+            at = bisect.bisect_left(runtimes, key[2], key=_name)
+            if at < len(runtimes) and runtimes[at].meta.name == key[2]:
+                del runtimes[at]
+            new = changes[key]
+            if isinstance(new, ServingRuntime):
+                runtimes.insert(bisect.bisect_left(runtimes, key[2], key=_name), new)
+        return _ByName(self.kind, self.namespace, runtimes)

@@ -7,7 +7,8 @@ written keeps serving what it held, and the load says to look again (``retry_in`
 cannot be read or parsed as a whole — permissions, a symlink loop, bytes that are not UTF-8 or
 not YAML, a value JSON cannot carry — keeps serving its last good content and is reported as a
 fault; so does the whole catalog when the directory itself is gone. Start-up reads every file as
-it is (nothing to keep serving yet) and reports the same faults."""
+it is (nothing to keep serving yet) and reports the same faults. The files read in one load are
+parsed together, through the parse cache (policyd.catalog.directory)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from policyd.catalog.directory import DirectoryLoad, documents, parse_documents, read_text, walk
+from policyd.catalog.directory import DirectoryLoad, ParseCache, read_text, walk
 from policyd.errors import InvalidInput
 
 SETTLE_SECONDS = 0.5
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, device
+
+
+@dataclass(frozen=True)
+class _File:
+    stamp: Stamp
+    load: DirectoryLoad
+    digest: str  # of the text it was parsed from
 
 
 @dataclass
@@ -36,15 +44,12 @@ def _stamp(path: Path) -> Stamp:
 
 
 class CatalogSource:
-    def __init__(self, root: Path, settle: float = SETTLE_SECONDS) -> None:
+    def __init__(self, root: Path, settle: float = SETTLE_SECONDS, parse_cache: Path | None = None) -> None:
         self.root = root
         self.settle = settle
-        self._files: dict[Path, tuple[Stamp, DirectoryLoad]] = {}
+        self._files: dict[Path, _File] = {}
         self._loaded_once = False
-
-    def _kept(self, path: Path) -> DirectoryLoad | None:
-        seen = self._files.get(path)
-        return seen[1] if seen is not None else None
+        self._parse_cache = ParseCache(parse_cache, root)
 
     def load(self) -> SourceLoad:
         first, self._loaded_once = not self._loaded_once, True
@@ -52,51 +57,60 @@ class CatalogSource:
             if first:
                 return SourceLoad(DirectoryLoad(errors=[f"{self.root}: catalog directory does not exist"]))
             out = SourceLoad(DirectoryLoad())
-            for _, content in self._files.values():
-                out.load.extend(content)
+            for kept in self._files.values():
+                out.load.extend(kept.load)
             out.faults.append(f"{self.root}: the catalog directory is gone; its last good content keeps serving")
             return out
         paths, faults = walk(self.root)
         out = SourceLoad(DirectoryLoad(), faults)
         now = time.time_ns()
-        files: dict[Path, tuple[Stamp, DirectoryLoad]] = {}
+        files: dict[Path, _File] = {}
+        read: list[tuple[Path, Stamp, str]] = []  # to parse, together
         for path in paths:
-            kept = self._kept(path)
+            seen = self._files.get(path)
             try:
                 before = _stamp(path)
             except OSError as err:
                 out.faults.append(f"{path}: cannot examine: {err.strerror}")
-                self._keep(path, kept, files, out)
+                self._keep(path, files)
                 continue
-            if kept is not None and self._files[path][0] == before:
-                files[path] = self._files[path]
-                out.load.extend(kept)
+            if seen is not None and seen.stamp == before:
+                files[path] = seen
                 continue
             age = (now - before[0]) / 1e9
             if not first and age < self.settle:
                 out.retry_in = max(out.retry_in, self.settle - age)
-                self._keep(path, kept, files, out)
+                self._keep(path, files)
                 continue
             try:
                 text = read_text(path)
                 if _stamp(path) != before:  # written to while it was read
                     out.retry_in = max(out.retry_in, self.settle)
-                    self._keep(path, kept, files, out)
+                    self._keep(path, files)
                     continue
-                loaded = parse_documents(path, documents(path, text))
             except (InvalidInput, OSError) as err:
-                kept_note = "; its last good content keeps serving" if kept is not None else ""
-                out.faults.append(f"{err}{kept_note}")
-                self._keep(path, kept, files, out)
+                self._fault(path, err, files, out)
                 continue
-            files[path] = (before, loaded)
-            out.load.extend(loaded)
+            read.append((path, before, text))
+        parsed = self._parse_cache.parse([text for _, _, text in read])
+        for (path, before, _), (digest, found) in zip(read, parsed, strict=True):
+            try:
+                files[path] = _File(before, found.at(path), digest)
+            except InvalidInput as err:
+                self._fault(path, err, files, out)
+        for path in paths:  # in the walk's order, whatever was parsed
+            if path in files:
+                out.load.extend(files[path].load)
         self._files = files
+        self._parse_cache.keep({f.digest for f in files.values()})
         return out
 
-    def _keep(
-        self, path: Path, kept: DirectoryLoad | None, files: dict[Path, tuple[Stamp, DirectoryLoad]], out: SourceLoad
-    ) -> None:
+    def _fault(self, path: Path, err: Exception, files: dict[Path, _File], out: SourceLoad) -> None:
+        kept_note = "; its last good content keeps serving" if path in self._files else ""
+        out.faults.append(f"{err}{kept_note}")
+        self._keep(path, files)
+
+    def _keep(self, path: Path, files: dict[Path, _File]) -> None:
+        kept = self._files.get(path)
         if kept is not None:
-            files[path] = self._files[path]
-            out.load.extend(kept)
+            files[path] = kept

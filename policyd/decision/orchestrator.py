@@ -4,13 +4,17 @@ combine and how, what is listed as excluded: all of it comes from the rule files
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TypeVar
 
 from policyd.catalog.snapshot import Catalog, make_key
+from policyd.decision.candidates import Planner, index_for, selectable_candidates
 from policyd.decision.diffusers_effective import DiffusersEffective, backend_effective
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import rank
+from policyd.decision.shared import SharedVerdicts
 from policyd.decision.verdicts import (
     Reason,
     Refusal,
@@ -40,6 +44,8 @@ from policyd.resources.objects import BaseModel, InferenceService, ModelRef, Ser
 from policyd.semantics.format_label import format_label
 from policyd.semantics.sizes import range_distance
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -47,7 +53,9 @@ class Selection:
     refusal: Refusal | None  # the request refused, or nothing selectable (OME's message)
     warnings: tuple[str, ...]
     excluded: tuple[RuntimeVerdict, ...]  # the runtimes OME's message lists; only when nothing is selectable
-    judged: tuple[RuntimeVerdict, ...] = ()  # every runtime in scope, in scope order (none when refused)
+    # every runtime in scope, in scope order, when decided without the fast path (what-if reads
+    # them); none when refused
+    judged: tuple[RuntimeVerdict, ...] = ()
 
     @property
     def error(self) -> str:
@@ -58,7 +66,14 @@ class Selection:
 class Explanation:
     model: BaseModel
     model_format: str
-    runtimes: tuple[RuntimeVerdict, ...]
+    # each runtime in scope with its verdict; a verdict may stand for every runtime of its
+    # shape (its own ``runtime`` is then one of them: decision/shared.py)
+    rows: tuple[tuple[ServingRuntime, RuntimeVerdict], ...]
+
+    @cached_property
+    def runtimes(self) -> tuple[RuntimeVerdict, ...]:
+        """Each runtime's verdict, about that runtime."""
+        return tuple(v if v.runtime is r else v.on(r) for r, v in self.rows)
 
 
 @dataclass(frozen=True)
@@ -86,6 +101,37 @@ class Effective:
     modes: tuple[ComponentMode, ...]
     errors: tuple[Refusal, ...]
     backend: DiffusersEffective | None = None  # when the engine runs vLLM-Omni's diffusers backend
+
+
+# -- what a revision derives from its rules to decide without judging every runtime ------------
+
+_PER_REVISION = 4  # revisions whose planners and shared verdicts are kept (the serving one, and reloads)
+_planners: dict[str, Planner] = {}
+_shared: dict[str, SharedVerdicts] = {}
+
+
+def _of_revision(cache: dict[str, T], revision: Revision, make: Callable[[Revision], T]) -> T:
+    found = cache.get(revision.id)
+    if found is None:
+        while len(cache) >= _PER_REVISION:
+            cache.pop(next(iter(cache)))
+        found = cache[revision.id] = make(revision)
+    return found
+
+
+def _planner(revision: Revision) -> Planner:
+    return _of_revision(_planners, revision, lambda r: Planner(r.policy))
+
+
+def _shared_verdicts(revision: Revision) -> SharedVerdicts:
+    return _of_revision(_shared, revision, lambda r: SharedVerdicts(r.policy))
+
+
+def prepare(revision: Revision, catalog: Catalog) -> None:
+    """Build what decisions at this revision and catalog read before the first call needs it:
+    the index of candidates and the cluster's runtimes by name (with the default namespace's)."""
+    index_for(catalog, _planner(revision))
+    catalog.in_scope("default")
 
 
 # -- facts ------------------------------------------------------------------------------------
@@ -133,6 +179,23 @@ def _judge(
     return out
 
 
+def _judge_in_scope(
+    revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], fast: bool
+) -> list[tuple[ServingRuntime, RuntimeVerdict]]:
+    """As ``_judge`` (named=False), each runtime with its verdict; ``fast`` judges each shape
+    of runtime once (decision/shared.py), so a verdict may be about another runtime of its shape."""
+    if not fast:
+        return list(zip(runtimes, _judge(revision, subject, base, runtimes, named=False), strict=True))
+    shared = _shared_verdicts(revision)
+    key = shared.request_key(subject, base, named=False)
+    found = shared.verdicts(key, runtimes, lambda todo: _judge(revision, subject, base, todo, named=False))
+    return list(zip(runtimes, found, strict=True))
+
+
+def _own(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> list[RuntimeVerdict]:
+    return [v if v.runtime is r else v.on(r) for r, v in rows]
+
+
 def _verdict(
     revision: Revision,
     subject: Subject,
@@ -176,16 +239,18 @@ def _missing_model(refusals: Sequence[Refusal], ref: ModelRef, field: str) -> In
     return InvalidInput(field, message)
 
 
-def select(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Selection:
+def select(catalog: Catalog, isvc: InferenceService, revision: Revision, fast: bool = True) -> Selection:
+    """``fast`` judges only the runtimes that can be selectable (decision/candidates.py), and
+    each shape of runtime once (decision/shared.py); the answer is the same."""
     subject = _subject(catalog, isvc)
     base = subject_record(subject)
     refusals = _admission(revision, subject, base)
     if refusals:
         return Selection((), refusals[0], (), ())
-    return _select(revision, catalog, subject, base)
+    return _select(revision, catalog, subject, base, fast)
 
 
-def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record) -> Selection:
+def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record, fast: bool) -> Selection:
     policy = revision.policy
     isvc = subject.isvc
     assert isvc is not None
@@ -193,16 +258,21 @@ def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record
         raise InvalidInput(
             "spec.model", "is required to select a runtime (an InferenceService without spec.model names its runtime)"
         )
-    scope = catalog.in_scope(subject.namespace)
-    verdicts = _judge(revision, subject, base, scope, named=False)
-    ranking = rank(verdicts, policy.ranking)
+    candidates = selectable_candidates(catalog, _planner(revision), subject.namespace, base) if fast else None
+    scope = catalog.in_scope(subject.namespace) if candidates is None else candidates
+    rows = _judge_in_scope(revision, subject, base, scope, fast)
+    judged = () if fast else tuple(v for _, v in rows)
+    ranking = rank(_own([(r, v) for r, v in rows if v.selectable]), policy.ranking)
     messages = policy.messages
     if ranking:
         values = {"runtime_name": ranking[0].runtime.meta.name, "model_name": subject.model.meta.name}
         # The admission webhook speaks only for InferenceServices with an engine section.
         warnings = (templates.render(messages["auto_selected"], values),) if "engine" in isvc.components else ()
-        return Selection(tuple(ranking), None, warnings, (), tuple(verdicts))
-    return _none_selectable(revision, base, scope, verdicts)
+        return Selection(tuple(ranking), None, warnings, (), judged)
+    if candidates is not None:  # nothing selectable: OME's message speaks of every runtime in scope
+        scope = catalog.in_scope(subject.namespace)
+        rows = _judge_in_scope(revision, subject, base, scope, fast)
+    return _none_selectable(revision, base, scope, rows, not fast)
 
 
 # OME lists every excluded runtime; past this many characters the list ends "… and N more", so the
@@ -223,11 +293,12 @@ def _none_selectable(
     revision: Revision,
     base: Record,
     scope: Sequence[ServingRuntime],
-    verdicts: Sequence[RuntimeVerdict],
+    rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]],
+    keep_judged: bool,
 ) -> Selection:
     policy = revision.policy
     messages = policy.messages
-    excluded = tuple(v for v in verdicts if v.checks and v.checks[0].effect in policy.listed)
+    excluded = tuple(_own([(r, v) for r, v in rows if v.checks and v.checks[0].effect in policy.listed]))
     text = templates.render(messages["no_runtime"], base)
     if scope:
         namespaced = sum(1 for r in scope if r.namespaced)
@@ -246,7 +317,7 @@ def _none_selectable(
         )
     kind = policy.kinds[policy.none_selectable]
     found = Refusal(policy.none_selectable, text, "spec.model.name", kind.condition_reason, text, "", 0)
-    return Selection((), found, (), excluded, tuple(verdicts))
+    return Selection((), found, (), excluded, tuple(v for _, v in rows) if keep_judged else ())
 
 
 def judge(
@@ -257,29 +328,33 @@ def judge(
     return _judge(revision, subject, subject_record(subject), runtimes, named=False)
 
 
-def explain_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Explanation:
+def explain_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision, fast: bool = True) -> Explanation:
     subject = _subject(catalog, isvc)
     base = subject_record(subject)
     if isvc.model is None:
         raise InvalidInput("spec.model", "is required to explain runtimes for an InferenceService")
     if subject.model is None:
         raise _missing_model(_admission(revision, subject, base), isvc.model, "spec.model.name")
-    return _explain(revision, catalog, subject, base, subject.model)
+    return _explain(revision, catalog, subject, base, subject.model, fast)
 
 
-def explain_model(catalog: Catalog, ref: ModelRef, namespace: str, revision: Revision) -> Explanation:
+def explain_model(
+    catalog: Catalog, ref: ModelRef, namespace: str, revision: Revision, fast: bool = True
+) -> Explanation:
     """As ``kubectl ome runtime explain --model``: no InferenceService, so no mode or accelerator request."""
     model = catalog.models.get(make_key(ref.kind, namespace, ref.name))
     subject = Subject(namespace, None, model, ref)
     base = subject_record(subject)
     if model is None:
         raise _missing_model(_admission(revision, subject, base), ref, "model.name")
-    return _explain(revision, catalog, subject, base, model)
+    return _explain(revision, catalog, subject, base, model, fast)
 
 
-def _explain(revision: Revision, catalog: Catalog, subject: Subject, base: Record, model: BaseModel) -> Explanation:
-    verdicts = _judge(revision, subject, base, catalog.in_scope(subject.namespace), named=False)
-    return Explanation(model, format_label(model), tuple(verdicts))
+def _explain(
+    revision: Revision, catalog: Catalog, subject: Subject, base: Record, model: BaseModel, fast: bool
+) -> Explanation:
+    rows = _judge_in_scope(revision, subject, base, catalog.in_scope(subject.namespace), fast)
+    return Explanation(model, format_label(model), tuple(rows))
 
 
 def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Resolution:
@@ -320,7 +395,9 @@ def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: 
     )
 
 
-def effective(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Effective:
+def effective(
+    catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3", fast: bool = True
+) -> Effective:
     """The mode each declared component runs in, with the runtime OME uses, and what refuses them."""
     policy = revision.policy
     subject = _subject(catalog, isvc, mode)
@@ -330,7 +407,7 @@ def effective(catalog: Catalog, isvc: InferenceService, revision: Revision, mode
     if isvc.runtime is not None:
         runtime = lookup(catalog, isvc, mode)
     elif not errors and subject.model is not None:
-        selection = _select(revision, catalog, subject, base)
+        selection = _select(revision, catalog, subject, base, fast)
         runtime = selection.ranking[0].runtime if selection.ranking else None
         errors.extend([selection.refusal] if selection.refusal else [])
     if runtime is not None:
@@ -381,9 +458,12 @@ def refusal_when_named(revision: Revision, runtime: ServingRuntime) -> Reason | 
     return check.reason() if check is not None else None
 
 
+_NEUTRAL_RUNTIME = neutral_record(RUNTIME)
+
+
 def catalog_refusals(revision: Revision, runtime: ServingRuntime) -> list[Refusal]:
     """What the policy refuses in a runtime itself (the catalog does not take it): its
     runtime rules with effect refuse, which test the runtime alone."""
-    record = {**neutral_record(RUNTIME), **intrinsic_facts(runtime)}
+    record = {**_NEUTRAL_RUNTIME, **intrinsic_facts(runtime)}
     hits = revision.engine.fire(RUNTIME, [record])[0]
     return [refusal(revision.policy, r, record) for r in hits if r.effect == "refuse"]

@@ -17,7 +17,7 @@ from policyd.resources.objects import ServingRuntime
 Record = Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reason:
     rule_id: str  # the rule, or the group whose rules' reasons it combines
     effect: str
@@ -30,7 +30,7 @@ class Reason:
     parts: tuple[Reason, ...] = ()  # a group's reasons, in order
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Refusal:
     kind: str
     message: str  # the admission message; empty when only the condition reports it
@@ -70,7 +70,7 @@ def refusal(policy: Policy, rule: Rule, record: Record, named: bool = False, com
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Check:
     """A check the runtime fails: a rule, or a group of rules whose reasons combine."""
 
@@ -169,6 +169,17 @@ class RuntimeVerdict:
     size_distance: float
     policy: Policy = field(repr=False)
     entries_matching: tuple[int, ...] = ()  # the entries that match the model (whatever their autoSelect)
+    # set when the verdict stands for every runtime of a shape (decision/shared.py): what a
+    # server encodes of it once, for all of them
+    shared: Any = field(default=None, repr=False, compare=False)
+
+    def on(self, runtime: ServingRuntime) -> RuntimeVerdict:
+        """This verdict for another runtime of the same shape. The record stays the judged
+        runtime's: a shared verdict is only read for what its shape decides."""
+        clone = object.__new__(RuntimeVerdict)
+        clone.__dict__.update(self.__dict__)
+        clone.__dict__["runtime"] = runtime
+        return clone
 
     @property
     def selectable(self) -> bool:

@@ -24,6 +24,7 @@ T = TypeVar("T")
 _MEMO_LIMIT = 50_000
 _INTRINSIC: dict[str, Record] = {}
 _ENTRIES: dict[tuple[str, str, Scoring], tuple[Record, ...]] = {}
+_OWN_ENTRIES: dict[tuple[str, Scoring], tuple[Record, ...]] = {}
 _TAG = re.compile(r":(?P<tag>[\w][\w.-]{0,127})$")
 
 
@@ -206,7 +207,7 @@ def _weight(name: VersionedName, unset: int, zero: int) -> int:
 
 
 def entry_alone_facts(entry: Entry, scoring: Scoring) -> Record:
-    """The entry's fields that depend on the entry alone (what lint records carry)."""
+    """The entry's intrinsic fields: they depend on the entry (and the scoring settings) alone."""
     return {
         "entry_index": entry.index,
         "entry_auto_select": entry.auto_select is True,
@@ -225,13 +226,13 @@ def entry_alone_facts(entry: Entry, scoring: Scoring) -> Record:
     }
 
 
-def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
+def _entry_relative_facts(model: BaseModel, entry: Entry) -> Record:
+    """The entry's relational fields: how the model fares against it."""
     mismatch = first_mismatch(model.pipeline, entry.pipeline)
     fmt, fw = model.format, model.framework
     format_name_match = fmt is not None and fmt.name == entry.format.name
     framework_name_match = fw is not None and fw.name == entry.framework.name
     return {
-        **entry_alone_facts(entry, scoring),
         "format_name_match": format_name_match,
         "format_version_match": _version_match(fmt, entry.format),
         "framework_name_match": framework_name_match,
@@ -247,10 +248,22 @@ def _entry_facts(model: BaseModel, entry: Entry, scoring: Scoring) -> Record:
     }
 
 
+def entry_own_facts(runtime: ServingRuntime, scoring: Scoring) -> tuple[Record, ...]:
+    """The intrinsic fields of each supportedModelFormats entry (what an index may hold)."""
+    return _memo(
+        _OWN_ENTRIES, (runtime.shape, scoring), lambda: tuple(entry_alone_facts(e, scoring) for e in runtime.entries)
+    )
+
+
 def entry_facts(model: BaseModel, runtime: ServingRuntime, scoring: Scoring) -> tuple[Record, ...]:
     """The entry-only fields of each supportedModelFormats entry against the model."""
-    key = (model.digest, runtime.digest, scoring)
-    return _memo(_ENTRIES, key, lambda: tuple(_entry_facts(model, e, scoring) for e in runtime.entries))
+    key = (model.digest, runtime.shape, scoring)
+    own = entry_own_facts(runtime, scoring)
+    return _memo(
+        _ENTRIES,
+        key,
+        lambda: tuple({**o, **_entry_relative_facts(model, e)} for o, e in zip(own, runtime.entries, strict=True)),
+    )
 
 
 def component_records(runtime_rec: Record, isvc: InferenceService, runtime: ServingRuntime | None) -> list[Record]:

@@ -45,7 +45,8 @@ class Field:
     scope: str
     doc: str
     neutral: Any = field(default=None)
-    # a runtime or entry field that depends on the request or the model too (not on the runtime alone)
+    # a runtime or entry field that depends on the request or its model too (not on the
+    # runtime or its entry alone); intrinsic fields can be indexed before any request
     relational: bool = False
 
     @property

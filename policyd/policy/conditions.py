@@ -4,7 +4,8 @@ or with other fact fields exist: a condition cannot run code."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from policyd.facts.fields import BOOL, FIELDS, INT, LIST, STR
@@ -120,3 +121,130 @@ def negate(when: Mapping[str, Any]) -> dict[str, Any]:
         else:
             terms.append({key: {"ne": spec}})
     return terms[0] if len(terms) == 1 else {"any": terms}
+
+
+# -- partial evaluation: what a record must satisfy for a rule not to fire ----------------------
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A test on one field that fires the rule; ``outside`` is a finite superset of the values
+    on which it does *not* fire, or None when that set is infinite."""
+
+    field: str
+    fires: Callable[[Any], bool]
+    outside: frozenset[Any] | None
+
+
+class _Unknown:
+    """A residual this analysis cannot reduce to one field (it is simply not used)."""
+
+
+_TRUE, _FALSE, _UNKNOWN = True, False, _Unknown()
+_MIRROR = {"$lt": "$gt", "$lte": "$gte", "$gt": "$lt", "$gte": "$lte", "$neq": "$neq"}
+_TESTS: dict[str, Callable[[Any, Any], bool]] = {
+    "$eq": lambda a, b: a == b,
+    "$neq": lambda a, b: a != b,
+    "$lt": lambda a, b: a < b,
+    "$lte": lambda a, b: a <= b,
+    "$gt": lambda a, b: a > b,
+    "$gte": lambda a, b: a >= b,
+}
+Residual = bool | _Unknown | Constraint | tuple[Constraint, ...]  # a tuple: any of them fires it
+
+
+def _atom(op: str, field: str, value: Any, bound: Mapping[str, Any]) -> Residual:
+    if isinstance(value, Mapping) and "$m" in value:
+        other = value["$m"]
+        if other in bound and field in bound:
+            return _TESTS[op](bound[field], bound[other])
+        if other in bound:
+            value = bound[other]
+        elif field in bound:
+            field, value, op = other, bound[field], _MIRROR.get(op, op)
+        else:
+            return _UNKNOWN
+    elif field in bound:
+        return _TESTS[op](bound[field], value)
+    if FIELDS[field].type == LIST:
+        return _UNKNOWN
+    test, literal = _TESTS[op], value
+    outside = frozenset({value}) if op == "$neq" else frozenset({True, False}) if FIELDS[field].type == BOOL else None
+
+    def fires(v: Any) -> bool:
+        return test(v, literal)
+
+    return Constraint(field, fires, outside)
+
+
+def _list_atom(op: str, body: Mapping[str, Any], bound: Mapping[str, Any]) -> Residual:
+    ((field, test),) = body.items()
+    if field not in bound:
+        return _UNKNOWN
+    if op == "$iany":
+        return test["$i"] in bound[field]
+    return test["$neq"]["$i"] not in bound[field]
+
+
+def _all(parts: list[Residual]) -> Residual:
+    if any(p is _FALSE for p in parts):
+        return _FALSE
+    rest = [p for p in parts if p is not _TRUE]
+    if not rest:
+        return _TRUE
+    cs = [p for p in rest if isinstance(p, Constraint)]
+    if len(cs) < len(rest) or len({c.field for c in cs}) != 1:
+        return _UNKNOWN
+    outside: frozenset[Any] | None = frozenset()
+    for c in cs:
+        outside = None if outside is None or c.outside is None else outside | c.outside
+
+    def fires(v: Any) -> bool:
+        return all(c.fires(v) for c in cs)
+
+    return Constraint(cs[0].field, fires, outside)
+
+
+def _any(parts: list[Residual]) -> Residual:
+    if any(p is _TRUE for p in parts):
+        return _TRUE
+    rest = [p for p in parts if p is not _FALSE]
+    if not rest:
+        return _FALSE
+    found: list[Constraint] = []
+    for p in rest:
+        if isinstance(p, Constraint):
+            found.append(p)
+        elif isinstance(p, tuple):
+            found.extend(p)
+    # an unknown alternative only widens when the rule fires: the others' constraints still hold
+    return tuple(found) if found else _UNKNOWN
+
+
+def _residual(node: Mapping[str, Any], bound: Mapping[str, Any]) -> Residual:
+    ((key, body),) = node.items()
+    if key == "$and":
+        return _all([_residual(n, bound) for n in body])
+    if key == "$or":
+        return _any([_residual(n, bound) for n in body])
+    if key in ("$iany", "$iall"):
+        return _list_atom(key, body, bound)
+    if key in _TESTS:
+        ((field, value),) = body.items()
+        return _atom(key, field, value, bound)
+    return _atom("$eq", key, body, bound)
+
+
+def pass_constraints(condition: Mapping[str, Any], bound: Mapping[str, Any]) -> tuple[Constraint, ...] | None:
+    """With the ``bound`` fields' values known, tests on single fields that a record on which
+    the compiled ``condition`` does not fire must pass (each constraint must not fire); None
+    when the condition fires whatever the other fields are. Sound, not complete: what cannot be
+    reduced to one field is left out."""
+    residual = _residual(condition, bound)
+    if residual is _TRUE:
+        return None
+    if isinstance(residual, Constraint):
+        return (residual,)
+    if isinstance(residual, tuple):
+        return residual
+    return ()

@@ -133,17 +133,18 @@ class RuleEngine:
                 memo.update(zip(todo, fresh, strict=True))
         return [memo[k] for k in keys]
 
-    def warm_from(self, previous: RuleEngine) -> int:
-        """Judge, off the request path, the fact combinations the previous revision has seen,
-        so the first calls after a reload need not wait for the engine. Possible for each
-        scope whose rules test no field the previous revision's did not."""
+    def warm_from(self, previous: RuleEngine, limit: int = 2_000) -> int:
+        """Judge, off the request path, the fact combinations the previous revision has seen
+        most recently (``limit`` per scope), so the first calls after a reload need not wait
+        for the engine. Possible for each scope whose rules test no field the previous
+        revision's did not."""
         warmed = 0
         for name, scope in self._scopes.items():
             old = previous._scopes[name]
             if not scope.rules or not set(scope.fields) <= set(old.fields):
                 continue
             with previous._lock:
-                keys = list(old.memo)
+                keys = list(old.memo)[-limit:]
             records = [
                 {f: list(v) if f in old.lists else v for f, v in zip(old.fields, key, strict=True)} for key in keys
             ]

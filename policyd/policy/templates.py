@@ -4,6 +4,7 @@ index access and no format specs, so a template can print a value and nothing mo
 from __future__ import annotations
 
 import string
+import sys
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
@@ -35,6 +36,9 @@ def _parts(template: str) -> tuple[tuple[str, str | None], ...]:
     return tuple((literal, name) for literal, name, _, _ in _FORMATTER.parse(template))
 
 
+_SHORT = 80  # rendered texts up to this long are interned: the same component and value names recur
+
+
 def render(template: str, values: Mapping[str, Any]) -> str:
     out = []
     for literal, name in _parts(template):
@@ -42,4 +46,5 @@ def render(template: str, values: Mapping[str, Any]) -> str:
         if name is not None:
             value = values.get(name, "")
             out.append(", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value))
-    return "".join(out)
+    text = "".join(out)
+    return sys.intern(text) if len(text) <= _SHORT else text

@@ -32,6 +32,7 @@ from policyd.resources.objects import (
     ServingRuntime,
     SizeRange,
     VersionedName,
+    pack,
 )
 from policyd.semantics.modes import COMPONENTS, check_mode
 from policyd.semantics.sizes import parse_size
@@ -188,7 +189,7 @@ def parse_model(doc: Mapping[str, Any]) -> BaseModel:
         distribution=f.string(spec, "distribution", "spec.distribution"),
         storage_uri=f.string(storage, "storageUri", "spec.storage.storageUri"),
         storage_path=f.string(storage, "path", "spec.storage.path"),
-        raw=doc,
+        packed=pack(doc),
         digest=content_digest(doc),
     )
 
@@ -316,8 +317,9 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
         images=_images(spec),
         autoscaler_policy_ref=spec.get("autoscalerPolicyRef") is not None,
         scaling_mode=_scaling_mode(spec, "spec.scalingPolicy"),
-        raw=doc,
+        packed=pack(doc),
         digest=content_digest(doc),
+        shape=content_digest({k: v for k, v in doc.items() if k != "metadata"}),
     )
 
 

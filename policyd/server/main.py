@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable
 from importlib import metadata
@@ -33,7 +34,9 @@ from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.server import observability as obs
 from policyd.server.authz import Authorizer, AuthzError
 from policyd.server.gate import Gate
+from policyd.server.heap import settle_heap
 from policyd.server.limits import Limits
+from policyd.server.processes import serving_state, supervise
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.statedir import StateDir, StateDirError
@@ -174,6 +177,23 @@ def add_limit_flags(p: argparse.ArgumentParser) -> None:
         type=Path,
         help="keep the last good rules and the API's catalog changes here, to start from after a restart",
     )
+    p.add_argument(
+        "--processes",
+        type=_at_least(1),
+        default=1,
+        help="serve from this many processes on one TCP port, sharing catalog changes (%(default)s)",
+    )
+    p.add_argument("--journal", type=Path, help=argparse.SUPPRESS)  # set by --processes for its workers
+    p.add_argument(
+        "--parse-cache",
+        type=Path,
+        default=default_parse_cache(),
+        help="directory for what catalog files parsed into, by content; '' for none (%(default)s)",
+    )
+
+
+def default_parse_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "policyd"
 
 
 def _record_reload(attempt: ReloadAttempt) -> None:
@@ -239,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     obs.configure_logging(args.log_level, args.log_format)
     try:
+        if args.processes > 1 and args.journal is None:
+            return supervise(sys.argv[1:] if argv is None else argv, args)
         return _serve(args)
     except StartError as err:
         print(f"policyd: cannot start: {err}", file=sys.stderr)
@@ -256,13 +278,15 @@ def _serve(args: argparse.Namespace) -> int:
             kept.keep_rules(holder[0].revision)
 
     try:
-        state = ServingState(
+        state = serving_state(
+            args.journal,
             args.rules,
             args.catalog,
             on_reload,
-            args.decision_cache_mb << 20,
-            kept.last_good_rules() if kept is not None else None,
-            kept.load_changes() if kept is not None else None,
+            cache_bytes=args.decision_cache_mb << 20,
+            last_good_rules=kept.last_good_rules() if kept is not None else None,
+            changes=kept.load_changes() if kept is not None else None,
+            parse_cache=args.parse_cache if str(args.parse_cache) not in ("", ".") else None,
         )
     except RuleFileError as err:
         raise StartError(f"rules refused: {err}") from None
@@ -279,7 +303,13 @@ def _serve(args: argparse.Namespace) -> int:
             kept.keep_rules(state.revision)
         state.on_changes = kept.save_changes
     _record_catalog(state)
-    state.on_catalog = lambda: _record_catalog(state)
+    settle_heap()
+
+    def on_catalog() -> None:
+        _record_catalog(state)
+        settle_heap()
+
+    state.on_catalog = on_catalog
     for error in state.catalog_errors:
         print(f"policyd: catalog: {error}", file=sys.stderr)
 
@@ -293,17 +323,18 @@ def _serve(args: argparse.Namespace) -> int:
         raise StartError(f"--authz: {err}") from None
     service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
     gate = Gate((service,), limits, authorizer)
-    server = new_server(args.workers, limits.max_message_bytes, limits.max_concurrent, [gate])
+    shared = args.journal is not None  # a worker of --processes: the supervisor holds the ports
+    server = new_server(args.workers, limits.max_message_bytes, limits.max_concurrent, [gate], shared)
     policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, decisions), server)
     health_servicer = add_health(server, [service])
     reflection.enable_server_reflection((service, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    address = listen_on(server, args.listen, credentials, args.insecure)
+    address = listen_on(server, args.listen, credentials, args.insecure, shared)
     probes = None
     if args.health_listen is not None:
-        probes = new_server(1, 1 << 16)
+        probes = new_server(1, 1 << 16, shared=shared)
         probe_health = add_health(probes, [service])
         # health alone: nothing to hide, and kubelet probes speak plaintext
-        listen_on(probes, args.health_listen, None, True)
+        listen_on(probes, args.health_listen, None, True, shared)
     if args.metrics_port:
         _start_metrics(args.metrics_port, args.listen, args.metrics_host)
     server.start()
@@ -347,10 +378,16 @@ def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | Non
         raise StartError(str(err)) from None
 
 
-def listen_on(server: grpc.Server, listen: Listen, credentials: grpc.ServerCredentials | None, insecure: bool) -> str:
+def listen_on(
+    server: grpc.Server,
+    listen: Listen,
+    credentials: grpc.ServerCredentials | None,
+    insecure: bool,
+    shared: bool = False,
+) -> str:
     try:
         check_exposure(listen, credentials is not None, insecure)
-        return bind(server, listen, credentials)
+        return bind(server, listen, credentials, shared)
     except ListenError as err:
         raise StartError(f"cannot listen on {err}") from None
 

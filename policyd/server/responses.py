@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from google.protobuf.message import Message
 
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 from policyd.decision.diffusers_effective import DiffusersEffective
 from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict
-from policyd.resources.objects import Entry, Pipeline, PipelineComponent, VersionedName
+from policyd.resources.objects import Entry, Pipeline, PipelineComponent, ServingRuntime, VersionedName
 from policyd.resources.proto import manifest_to_message
 from policyd.server import limits
 
@@ -52,6 +54,73 @@ def reason(value: Reason | None) -> pb.Reason | None:
         kind=value.kind,
         parts=[p for part in value.parts if (p := reason(part)) is not None],
     )
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_LENGTHS = [_varint(n) for n in range(1 << 14)]  # the length prefixes of rows up to 16 kB
+_IDENTITY: dict[str, bytes] = {}  # by the runtime's digest (its name, kind and namespace among its content)
+_IDENTITY_LIMIT = 200_000
+_RUNTIMES_TAG = b"\x0a"  # field 1 (runtimes), length-delimited, of ExplainResponse
+_EXCLUDED_TAG = b"\x22"  # field 4 (excluded), length-delimited, of SelectResponse
+
+
+def _identity(runtime: ServingRuntime) -> bytes:
+    key = runtime.digest
+    found = _IDENTITY.get(key)
+    if found is None:
+        if len(_IDENTITY) >= _IDENTITY_LIMIT:
+            _IDENTITY.clear()
+        found = _IDENTITY[key] = pb.RuntimeVerdict(
+            name=runtime.meta.name, kind=runtime.kind, namespace=runtime.meta.namespace
+        ).SerializeToString()
+    return found
+
+
+def _judged(e: RuntimeVerdict) -> bytes:
+    """The encoded fields after the runtime's identity; a shared verdict's are encoded once."""
+    if e.shared is not None and e.shared.wire is not None:
+        return e.shared.wire  # type: ignore[no-any-return]
+    message = verdict(e)
+    message.ClearField("name")
+    message.ClearField("kind")
+    message.ClearField("namespace")
+    wire = message.SerializeToString()
+    if e.shared is not None:
+        e.shared.wire = wire
+    return wire
+
+
+def _rows(tag: bytes, rows: Iterable[tuple[ServingRuntime, RuntimeVerdict]]) -> bytes:
+    """Repeated RuntimeVerdict field ``tag`` holding each runtime's verdict: the runtime's
+    identity (fields 1-3), then the verdict's other fields, encoded once for all the runtimes
+    a shared verdict stands for — in field order, as the message itself would encode."""
+    identities, lengths = _IDENTITY, _LENGTHS
+    parts: list[bytes] = []
+    for runtime, e in rows:
+        ident = identities.get(runtime.digest) or _identity(runtime)
+        shared = e.shared
+        tail = shared.wire if shared is not None and shared.wire is not None else _judged(e)
+        size = len(ident) + len(tail)
+        parts += (tag, lengths[size] if size < len(lengths) else _varint(size), ident, tail)
+    return b"".join(parts)
+
+
+def excluded_runtimes(verdicts: Sequence[RuntimeVerdict]) -> bytes:
+    """SelectResponse's excluded field (4) holding ``verdicts``."""
+    return _rows(_EXCLUDED_TAG, ((e.runtime, e) for e in verdicts))
+
+
+def explain_runtimes(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> pb.ExplainResponse:
+    """An ExplainResponse holding each runtime's verdict."""
+    return pb.ExplainResponse.FromString(_rows(_RUNTIMES_TAG, rows))
 
 
 def verdict(e: RuntimeVerdict) -> pb.RuntimeVerdict:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -26,6 +25,7 @@ from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef, S
 from policyd.resources.proto import object_manifest, struct_to_dict
 from policyd.server import observability as obs
 from policyd.server import responses
+from policyd.server.cachekey import request_digest
 from policyd.server.fieldcheck import FieldCheck, mode_of
 from policyd.server.limits import DeadlineExceeded
 from policyd.server.requests import ISVC_FIELD, catalog_keys, catalog_object, object_key, parse_isvc, under
@@ -54,10 +54,11 @@ def object_change(change: Change) -> pb.ObjectChange:
 
 
 class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
-    def __init__(self, state: ServingState, decisions: obs.DecisionLog) -> None:
+    def __init__(self, state: ServingState, decisions: obs.DecisionLog, fast: bool = True) -> None:
         self.state = state
         self.decisions = decisions
         self.whatif = WhatIf(state)
+        self.fast = fast  # False: judge every runtime in scope (the plain path the fast one must equal)
 
     # -- plumbing -------------------------------------------------------------------------
     def _serve(
@@ -89,7 +90,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 fields.mode = mode_of(metadata)
                 # the mode decides between an answer and a refusal: answers are cached per mode
                 salt = b"" if fields.mode == "Warn" else fields.mode.encode()
-                digest = hashlib.sha256(salt + request.SerializeToString(deterministic=True)).digest()
+                digest = request_digest(request, revision.policy, salt)
                 key = (revision.id, catalog.revision, rpc, digest)
                 cached = self.state.cache.get(key) if rpc in CACHEABLE else None
                 if cached is not None:
@@ -150,15 +151,15 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         isvc = parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
-            result = decide.select(catalog, isvc, revision)
+            result = decide.select(catalog, isvc, revision, fast=self.fast)
         response = pb.SelectResponse(
             ranking=[responses.ranked(e) for e in result.ranking],
             error=result.error,
             warnings=list(result.warnings),
-            excluded=[responses.verdict(e) for e in result.excluded],
             revisions=self._revisions(revision, catalog),
             rejection=responses.rejection(result.refusal),
         )
+        response.MergeFromString(responses.excluded_runtimes(result.excluded))
         responses.fit(response, "excluded", "excluded_omitted")
         return response
 
@@ -173,7 +174,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         if which == "inference_service":
             isvc = parse_isvc(request.inference_service, fields)
             with under(ISVC_FIELD):
-                explanation = decide.explain_isvc(catalog, isvc, revision)
+                explanation = decide.explain_isvc(catalog, isvc, revision, fast=self.fast)
         elif which == "model":
             if not request.model.model.name:
                 raise InvalidInput("model.model.name", "is required")
@@ -184,15 +185,13 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 )
             ref = ModelRef(request.model.model.name, kind)
             with under("model"):
-                explanation = decide.explain_model(catalog, ref, request.model.namespace, revision)
+                explanation = decide.explain_model(catalog, ref, request.model.namespace, revision, fast=self.fast)
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
-        response = pb.ExplainResponse(
-            runtimes=[responses.verdict(e) for e in explanation.runtimes],
-            model_format=explanation.model_format,
-            model_name=explanation.model.meta.name,
-            revisions=self._revisions(revision, catalog),
-        )
+        response = responses.explain_runtimes(explanation.rows)
+        response.model_format = explanation.model_format
+        response.model_name = explanation.model.meta.name
+        response.revisions.CopyFrom(self._revisions(revision, catalog))
         responses.fit(response, "runtimes", "runtimes_omitted")
         return response
 
@@ -233,7 +232,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         isvc = parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
-            result = decide.effective(catalog, isvc, revision, lookup)
+            result = decide.effective(catalog, isvc, revision, lookup, fast=self.fast)
         runtime = result.runtime
         return pb.EffectiveResponse(
             runtime=runtime.meta.name if runtime else "",

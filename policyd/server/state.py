@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 from policyd.catalog.directory import DirectoryLoad
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
 from policyd.catalog.source import CatalogSource
-from policyd.decision.orchestrator import catalog_refusals
+from policyd.decision.orchestrator import catalog_refusals, prepare
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
@@ -109,11 +109,13 @@ class ServingState:
         cache_bytes: int = 64 << 20,
         last_good_rules: Path | None = None,
         changes: dict[Key, Override] | None = None,
+        parse_cache: Path | None = None,
     ) -> None:
         """``last_good_rules``: a copy of the last revision that served, served when ``rules_dir`` is
-        refused (the refusal is the last attempt); ``changes``: API changes kept from before a restart."""
+        refused (the refusal is the last attempt); ``changes``: API changes kept from before a restart;
+        ``parse_cache``: where what catalog files parsed into is kept, by content."""
         self.rules_dir = rules_dir
-        self.catalog_dir = catalog_dir
+        self._catalog_dir = catalog_dir
         self._on_reload = on_reload
         self._lock = threading.Lock()
         self.cache = DecisionCache(cache_bytes)
@@ -131,14 +133,14 @@ class ServingState:
         self.catalog_errors: list[str] = []  # the faults, then the refused manifests
         self.catalog_faults: list[str] = []  # files (or the directory) whose last good content serves
         self.on_catalog: Callable[[], None] = lambda: None  # after each directory load (metrics)
-        self._source = CatalogSource(catalog_dir) if catalog_dir is not None else None
+        self._source = CatalogSource(catalog_dir, parse_cache=parse_cache) if catalog_dir is not None else None
         self._reload_lock = threading.Lock()
         self._retry: threading.Timer | None = None
         self._dir_objects: dict[Key, CatalogObject] = {}
         self._dir_files: dict[Key, str] = {}
         self._overrides: dict[Key, Override] = dict(changes or {})
         self.on_changes: Callable[[dict[Key, Override]], None] = lambda _: None  # API changes in force, to keep
-        self.catalog = Catalog.of([])
+        self._catalog = Catalog.of([])
         if catalog_dir is not None:
             self.reload_catalog()
         else:
@@ -152,24 +154,47 @@ class ServingState:
             attempt = ReloadAttempt(self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line)
         else:
             revision.engine.warm_from(self.revision.engine)
+            prepare(revision, self._catalog)
             self._leases.retire(self.revision, lambda: setattr(self, "revision", revision))
             attempt = ReloadAttempt(revision.id, True, time.time())
         self.last_attempt = attempt
         self._on_reload(attempt)
         return attempt
 
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog snapshot serving now."""
+        return self._catalog
+
     def hold_revision(self) -> AbstractContextManager[Revision]:
         """The current rules revision, kept open for the block (a reload closes it only after)."""
         return self._leases.hold(lambda: self.revision)
 
-    def _publish(self) -> None:
-        merged = dict(self._dir_objects)
-        for key, override in self._overrides.items():
-            if override.obj is None:
-                merged.pop(key, None)
-            else:
-                merged[key] = override.obj
-        self.catalog = Catalog.of(list(merged.values()))
+    def _served(self, key: Key) -> CatalogObject | None:
+        """What the catalog serves at ``key``: the API's change, else the directory's object."""
+        override = self._overrides.get(key)
+        return self._dir_objects.get(key) if override is None else override.obj
+
+    def _publish(self, keys: Iterable[Key] | None = None) -> None:
+        """The catalog from the directory's objects and the API's changes: anew from each key
+        the catalog or either holds, or only at ``keys`` (what an API change touched). Either
+        way the next snapshot is made from the changes (``Catalog.changed``), so what the
+        serving one derived carries over."""
+        current = self._catalog
+        if keys is None:
+            keys = {*current.keys(), *self._dir_objects, *self._overrides}
+        upserts: list[CatalogObject] = []
+        deletes: list[Key] = []
+        for key in keys:
+            served, now = self._served(key), current.get(key)
+            if served is None:
+                if now is not None:
+                    deletes.append(key)
+            elif now is None or now.digest != served.digest:
+                upserts.append(served)
+        if upserts or deletes:
+            self._catalog = current.changed(upserts, deletes)
+            prepare(self.revision, self._catalog)
 
     def _retry_in(self, seconds: float) -> None:
         """Load again once the file being written has settled (no watcher event may follow)."""
@@ -234,51 +259,47 @@ class ServingState:
     def apply(self, objects: list[CatalogObject]) -> tuple[Catalog, list[Change]]:
         with self._lock:
             changes = self._apply(objects)
-            self._publish()
+            self._publish(c.key for c in changes)
             self.on_changes(dict(self._overrides))
-            return self.catalog, changes
+            return self._catalog, changes
 
     def delete(self, keys: list[Key]) -> tuple[Catalog, list[Change]]:
         with self._lock:
             changes = self._delete(keys)
-            self._publish()
+            self._publish(c.key for c in changes)
             self.on_changes(dict(self._overrides))
-            return self.catalog, changes
+            return self._catalog, changes
 
     def replace(self, objects: list[CatalogObject]) -> tuple[Catalog, list[Change]]:
         """The catalog becomes exactly ``objects``: they are applied and every other object is
         deleted, in one step (what a controller's audit of the cluster sends)."""
         with self._lock:
             keep = {key_of(o) for o in objects}
-            gone = [k for k in map(key_of, self.catalog.objects()) if k not in keep]
+            gone = [k for k in map(key_of, self._catalog.objects()) if k not in keep]
             changes = self._apply(objects) + self._delete(gone)
-            self._publish()
+            self._publish(c.key for c in changes)
             self.on_changes(dict(self._overrides))
-            return self.catalog, changes
+            return self._catalog, changes
 
     def _apply(self, objects: list[CatalogObject]) -> list[Change]:
         """Callers hold the lock and publish."""
         changes = []
-        served: dict[Key, CatalogObject] = {key_of(o): o for o in self.catalog.objects()}
         for obj in objects:
             key = key_of(obj)
-            current = served.get(key)
+            current = self._served(key)
             action = "created" if current is None else "unchanged" if current.digest == obj.digest else "configured"
             if action != "unchanged":
                 self._record(key, Override("applied", time.time(), obj, self._dir_digest(key)))
-                served[key] = obj
             changes.append(Change(key, action, self._dir_files.get(key, "")))
         return changes
 
     def _delete(self, keys: list[Key]) -> list[Change]:
         """Callers hold the lock and publish."""
         changes = []
-        served = {key_of(o) for o in self.catalog.objects()}
         for key in keys:
-            present = key in served
+            present = self._served(key) is not None
             if present:
                 self._record(key, Override("deleted", time.time(), None, self._dir_digest(key)))
-                served.discard(key)
             changes.append(Change(key, "deleted" if present else "not_found", self._dir_files.get(key, "")))
         return changes
 

@@ -8,16 +8,20 @@ fault into a crash loop, and comes back with the revisions it had.
   (a change the watched directory has since overtaken ends, as it would while running).
 
 Every write goes to a temporary name first and is renamed into place: a SIGKILL leaves the previous
-copy or the new one, never half of one."""
+copy or the new one, never half of one. Writes hold a lock on the directory (``.lock``), as the
+processes of ``policyd --processes`` share it."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from policyd.catalog.snapshot import Key
@@ -25,7 +29,6 @@ from policyd.errors import InvalidInput
 from policyd.policy.loader import RuleFileError, load_policy
 from policyd.policy.revision import Revision
 from policyd.resources.manifests import parse_object
-from policyd.resources.objects import InferenceService
 from policyd.server.state import Override
 
 log = logging.getLogger("policyd.state_dir")
@@ -48,11 +51,21 @@ class StateDir:
         digest = hashlib.sha256(str(rules_source.resolve()).encode()).hexdigest()[:12]
         self.rules = root / "rules" / digest
 
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with (self.root / ".lock").open("a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            yield
+
     def last_good_rules(self) -> Path | None:
         return self.rules if self.rules.is_dir() else None
 
     def keep_rules(self, revision: Revision) -> None:
         """Copy the revision's files; kept only if the copy is that revision (no file changed meanwhile)."""
+        with self._locked():
+            self._keep_rules(revision)
+
+    def _keep_rules(self, revision: Revision) -> None:
         if self.rules.is_dir() and _revision_of(self.rules) == revision.id:
             return
         staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".rules-"))
@@ -86,7 +99,8 @@ class StateDir:
             for key, o in sorted(overrides.items())
         ]
         try:
-            _write_atomically(self.root / CHANGES, json.dumps(records, sort_keys=True))
+            with self._locked():
+                _write_atomically(self.root / CHANGES, json.dumps(records, sort_keys=True))
         except OSError as err:
             log.error("cannot keep the catalog changes", extra={"error": str(err)})
 
@@ -104,8 +118,6 @@ class StateDir:
             try:
                 kind, namespace, name = record["key"]
                 obj = parse_object(record["manifest"]) if record["manifest"] is not None else None
-                if isinstance(obj, InferenceService):
-                    continue
                 out[(kind, namespace, name)] = Override(record["action"], record["at"], obj, record["base"])
             except (InvalidInput, KeyError, TypeError, ValueError) as err:
                 log.error("a kept catalog change no longer parses; dropped", extra={"error": str(err)})

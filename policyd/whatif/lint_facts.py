@@ -236,7 +236,7 @@ def lint_records(catalog: Catalog, revision: Revision) -> tuple[list[LintRecord]
     for model, namespace in subjects:
         isvc = _as_isvc(model, namespace)
         try:
-            selection = orchestrator.select(catalog, isvc, revision)
+            selection = orchestrator.select(catalog, isvc, revision, fast=False)
         except InvalidInput:
             continue  # a model no InferenceService can name is the manifest's error, reported by the catalog
         models.append(_model(model, namespace, selection))

@@ -123,7 +123,7 @@ def decide(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Deci
     try:
         if isvc.runtime is not None:
             return _resolved(orchestrator.resolve(catalog, isvc, revision))
-        return _selected(orchestrator.select(catalog, isvc, revision))
+        return _selected(orchestrator.select(catalog, isvc, revision, fast=False))
     except InvalidInput as err:
         return Decision(INVALID, refusal=Refusal("", err.message, err.field, "", "", "", 0))
 

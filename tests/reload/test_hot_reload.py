@@ -203,9 +203,9 @@ def test_decision_log_has_one_json_line_per_decision(daemon: tuple[str, Path, Pa
         stub = policy_pb2_grpc.PolicyServiceStub(channel)
         other = pb.SelectRequest()
         other.CopyFrom(REQUEST)
-        other.inference_service.manifest = json.dumps(
-            {**ISVC, "metadata": {"name": "logged", "namespace": "llama-demo"}}
-        )
+        # a question not asked before (a name alone would not make one: no rule reads it)
+        meta = {"name": "logged", "namespace": "llama-demo", "labels": {"example.com/logged": "yes"}}
+        other.inference_service.manifest = json.dumps({**ISVC, "metadata": meta})
         stub.Select(other)
         stub.Select(other)  # the same question again: answered from the decision cache, and logged too
     lines = [json.loads(line) for line in log.read_text().splitlines()]

@@ -197,3 +197,23 @@ def test_in_scope_is_namespace_servingruntimes_then_clusterservingruntimes_each_
     ]
     assert [r.meta.name for r in catalog.in_scope("elsewhere")] == ["a-other", "c-alpha", "c-zeta"]
     assert [r.meta.name for r in catalog.in_scope("empty")] == ["c-alpha", "c-zeta"]
+    assert [r.meta.name for r in catalog.in_scope("")] == ["c-alpha", "c-zeta"]
+    assert [r.meta.name for r in catalog.in_scope("demo")][-2:] == ["c-alpha", "c-zeta"]
+
+
+def test_a_changed_catalog_has_the_runtimes_in_scope_and_revision_of_one_made_anew() -> None:
+    first = [
+        parsed(runtime("c-zeta")),
+        parsed(runtime("s-beta", kind="ServingRuntime", namespace="demo")),
+        parsed(runtime("c-alpha")),
+    ]
+    catalog = Catalog.of(first)
+    catalog.in_scope("demo")  # computed, then carried over by changed()
+    replaced = parsed(runtime("c-alpha", kind="ClusterServingRuntime", image="other:1"))
+    added = [parsed(runtime("c-beta")), parsed(runtime("s-alpha", kind="ServingRuntime", namespace="demo")), replaced]
+    changed = catalog.changed(added, [("ClusterServingRuntime", "", "c-zeta")])
+    anew = Catalog.of([first[1], *added])
+    assert changed.revision == anew.revision != catalog.revision
+    for namespace in ("demo", "", "other"):
+        assert changed.in_scope(namespace) == anew.in_scope(namespace)
+    assert changed.runtime("ClusterServingRuntime", "", "c-alpha") is replaced

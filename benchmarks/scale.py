@@ -1,0 +1,368 @@
+"""Decision cost against catalog size: the OME catalog and synthetic catalogs of 200, 2,000 and
+20,000 runtimes (tests/testkit/synthetic.py documents the recipe), each figure as a range over
+``--runs`` runs, each ratio taken against an empty RPC (grpc health Check) on the same daemon in
+the same run.
+
+    python benchmarks/scale.py [--sizes ome,200,2000,20000] [--runs 3] [--seconds 2] [--processes 1]
+
+Per run and size, a fresh daemon (``--decision-cache-mb 0`` for the decision figures, so every
+call is decided; what is memoised below the decision cache stays warm, as in a daemon that has
+served for a while) on a loopback socket:
+
+- start: from process start until it serves, the catalog loaded from its directory;
+- Select, Explain: p50 over a pool of InferenceServices (models of the catalog x the shapes of
+  synthetic.isvc_shapes), each call under a new name; Explain also per runtime in scope;
+- ApplyObjects / DeleteObjects of one runtime: p50;
+- throughput: distinct Selects (a new name each) from 4 client threads, each on its own
+  connection, ÷ empty RPCs from 4 threads; once with the decision cache off and once on;
+- reload: a rules file edited while a client calls Select: seconds until the new revision
+  serves, and failed calls;
+- RSS: of the daemon (and its workers) at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import grpc
+import yaml
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from testkit import synthetic  # noqa: E402
+from testkit.shared import CATALOG  # noqa: E402
+
+from policyd.contract import policy_pb2 as pb  # noqa: E402
+from policyd.contract import policy_pb2_grpc  # noqa: E402
+from policyd.contract import resources_pb2 as rpb  # noqa: E402
+
+CACHE = Path(tempfile.gettempdir()) / "policyd-scale-catalogs"
+RECIPE = "4"  # bump when synthetic.py changes, so cached catalogs are written again
+POOL_MODELS = 8
+EXPLAINED = 12  # InferenceServices explained, cycled through
+NONE_CALLS = 8  # Selects of InferenceServices nothing can serve (OME's message lists every runtime)
+
+
+def catalog_dir(size: str) -> Path:
+    """The catalog directory for ``size`` (written once, then reused)."""
+    if size == "ome":
+        return CATALOG
+    root = CACHE / f"{size}-r{RECIPE}"
+    if not (root / "done").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        print(f"writing the synthetic catalog of {size} runtimes to {root}", flush=True)
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        runtimes = synthetic.runtimes(int(size))
+        (root / "runtimes").mkdir(parents=True)
+        for i, doc in enumerate(runtimes):
+            (root / "runtimes" / f"{i:06d}.yaml").write_text(yaml.dump(doc, Dumper=dumper, sort_keys=False))
+        (root / "done").write_text(RECIPE)
+    return root
+
+
+def pool() -> list[dict[str, Any]]:
+    """The InferenceServices a run decides: models x shapes."""
+    out = []
+    for model in synthetic.models(families=1, limit=POOL_MODELS):
+        out.extend(synthetic.isvc_shapes(model["metadata"]["name"]))
+    return out
+
+
+def renamed(doc: dict[str, Any], name: str) -> rpb.InferenceServiceInput:
+    doc = {**doc, "metadata": {**doc["metadata"], "name": name}}
+    return rpb.InferenceServiceInput(manifest=json.dumps(doc))
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and its children, in MB."""
+    total = 0
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(c) for c in children]
+    except OSError:
+        pass
+    for p in pids:
+        for line in Path(f"/proc/{p}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+@cache
+def _supports(option: str) -> bool:
+    usage = subprocess.run([sys.executable, "-m", "policyd.server.main", "--help"], capture_output=True, text=True)
+    return option in usage.stdout
+
+
+@dataclass
+class Daemon:
+    address: str
+    pid: int
+    started: float
+    rules: Path
+
+
+@contextmanager
+def daemon(catalog: Path, cache_mb: int, processes: int, parse_cache: Path) -> Iterator[Daemon]:
+    with tempfile.TemporaryDirectory(prefix="policyd-scale-") as tmp:
+        rules = Path(tmp) / "rules"
+        shutil.copytree(ROOT / "rules", rules, ignore=shutil.ignore_patterns("examples"))
+        ready = Path(tmp) / "ready"
+        cmd = [sys.executable, "-m", "policyd.server.main", "--catalog", str(catalog), "--rules", str(rules)]
+        cmd += ["--listen", "127.0.0.1:0", "--ready-file", str(ready), "--log-level", "error"]
+        cmd += ["--decision-cache-mb", str(cache_mb)]
+        if _supports("--parse-cache"):  # (not the code before it: the benchmark measures both)
+            cmd += ["--parse-cache", str(parse_cache)]
+        if processes > 1:
+            cmd += ["--processes", str(processes)]
+        began = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while not ready.exists() or not ready.read_text():
+                if proc.poll() is not None:
+                    raise SystemExit(f"policyd exited with {proc.returncode}")
+                time.sleep(0.01)
+            address = ready.read_text()
+            with grpc.insecure_channel(address) as channel:
+                health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), wait_for_ready=True)
+            yield Daemon(address, proc.pid, time.perf_counter() - began, rules)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def channel(address: str) -> grpc.Channel:
+    # a connection of its own (no shared subchannel), so several processes can share the load
+    options = [("grpc.use_local_subchannel_pool", 1), ("grpc.max_receive_message_length", 1 << 30)]
+    return grpc.insecure_channel(address, options=options)
+
+
+def p50(call: Callable[[int], Any], n: int) -> tuple[float, list[Any]]:
+    samples, replies = [], []
+    for i in range(n):
+        start = time.perf_counter()
+        replies.append(call(i))
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples), replies
+
+
+def rate(address: str, make: Callable[[Any], Callable[[int], Any]], threads: int, seconds: float) -> float:
+    counts = [0] * threads
+    stop = time.perf_counter() + seconds
+
+    def worker(k: int) -> None:
+        with channel(address) as ch:
+            call = make(ch)
+            call(k)  # connect before counting
+            i = 0
+            while time.perf_counter() < stop:
+                call(k * 10_000_000 + i)
+                i += 1
+            counts[k] = i
+
+    pool_ = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
+    for t in pool_:
+        t.start()
+    for t in pool_:
+        t.join()
+    return sum(counts) / seconds
+
+
+@dataclass
+class Run:
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+def measure(size: str, n: int, seconds: float, processes: int) -> Run:
+    run = Run()
+    catalog = catalog_dir(size)
+    shapes = pool()
+    extra_models = [rpb.Object(manifest=json.dumps(m)) for m in synthetic.models(families=1, limit=POOL_MODELS)]
+    parse_cache = Path(tempfile.mkdtemp(prefix="policyd-parse-cache-"))
+    with daemon(catalog, 0, processes, parse_cache) as d:
+        run.figures["start, no parse cache s"] = d.started
+        ch = channel(d.address)
+        policy = policy_pb2_grpc.PolicyServiceStub(ch)
+        health = health_pb2_grpc.HealthStub(ch)
+        policy.ApplyObjects(pb.ApplyObjectsRequest(objects=extra_models))
+        status = policy.GetStatus(pb.GetStatusRequest())
+        run.figures["runtimes"] = status.runtimes
+
+        def ask(doc: dict[str, Any], name: str) -> Any:
+            return policy.Select(pb.SelectRequest(inference_service=renamed(doc, name)))
+
+        picks = [doc for doc in shapes if ask(doc, "probe").ranking]
+        nones = [doc for doc in shapes if doc not in picks]
+        explains = shapes[:: max(1, len(shapes) // EXPLAINED)][:EXPLAINED]
+        run.figures["Select pool"] = len(picks)
+
+        def select(i: int) -> Any:
+            return ask(picks[i % len(picks)], f"s{i}")
+
+        def select_none(i: int) -> Any:
+            return ask(nones[i % len(nones)], f"n{i}")
+
+        def explain(i: int) -> Any:
+            doc = explains[i % len(explains)]
+            return policy.Explain(pb.ExplainRequest(inference_service=renamed(doc, f"e{i}")))
+
+        for i in range(len(picks)):  # warm what is memoised below the decision cache
+            select(i)
+        for i in range(len(explains)):
+            explain(i)
+        empty, _ = p50(lambda i: health.Check(health_pb2.HealthCheckRequest()), n)
+        run.figures["empty ms"] = empty * 1e3
+        sel, _ = p50(select, n)
+        run.figures["Select ms"] = sel * 1e3
+        run.figures["Select xempty"] = sel / empty
+        none, _ = p50(select_none, NONE_CALLS)
+        run.figures["Select, none selectable ms"] = none * 1e3
+        samples = []
+        for i in range(max(len(explains), n // 8)):
+            start = time.perf_counter()
+            reply = explain(i)
+            took = time.perf_counter() - start
+            samples.append((took, len(reply.runtimes)))
+        run.figures["Explain ms"] = statistics.median(t for t, _ in samples) * 1e3
+        run.figures["Explain us/runtime"] = statistics.median((t - empty) / max(1, k) * 1e6 for t, k in samples)
+        run.figures["in scope"] = statistics.median(k for _, k in samples)
+        # an InferenceService of a model the daemon has not seen: nothing memoised yet
+        fresh = synthetic.models(families=0, limit=len(synthetic.templates()))
+        cold = []
+        for i, model in enumerate(fresh[-4:]):
+            doc = json.loads(json.dumps(model))
+            doc["metadata"]["name"] = f"cold-{i}"
+            doc["spec"]["modelParameterSize"] = f"{i + 2}B"
+            policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=json.dumps(doc))]))
+            isvc = next(synthetic.isvc_shapes(f"cold-{i}"))
+            start = time.perf_counter()
+            policy.Explain(pb.ExplainRequest(inference_service=renamed(isvc, "cold")))
+            cold.append(time.perf_counter() - start)
+        run.figures["Explain, new model ms"] = statistics.median(cold) * 1e3
+
+        template = synthetic.templates()[0]
+
+        def apply(i: int) -> Any:
+            doc = json.loads(json.dumps(template))
+            doc["metadata"]["name"] = f"bench-{i}"
+            return policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=json.dumps(doc))]))
+
+        def delete(i: int) -> Any:
+            key = pb.ObjectKey(kind="ClusterServingRuntime", name=f"bench-{i}")
+            return policy.DeleteObjects(pb.DeleteObjectsRequest(keys=[key]))
+
+        applied, _ = p50(apply, n // 4)
+        deleted, _ = p50(delete, n // 4)
+        run.figures["Apply ms"] = applied * 1e3
+        run.figures["Delete ms"] = deleted * 1e3
+
+        def empty_call(c: Any) -> Callable[[int], Any]:
+            stub = health_pb2_grpc.HealthStub(c)
+            return lambda i: stub.Check(health_pb2.HealthCheckRequest())
+
+        def select_call(c: Any) -> Callable[[int], Any]:
+            stub = policy_pb2_grpc.PolicyServiceStub(c)
+            return lambda i: stub.Select(pb.SelectRequest(inference_service=renamed(picks[i % len(picks)], f"t{i}")))
+
+        empty_rate = rate(d.address, empty_call, 4, seconds)
+        run.figures["empty /s"] = empty_rate
+        run.figures["throughput xempty (no cache)"] = rate(d.address, select_call, 4, seconds) / empty_rate
+
+        # a rules reload while a client calls Select
+        before = status.revisions.rules_revision
+        failures, stop = [0], threading.Event()
+
+        def caller() -> None:
+            with channel(d.address) as c:
+                stub = policy_pb2_grpc.PolicyServiceStub(c)
+                i = 0
+                while not stop.is_set():
+                    try:
+                        stub.Select(pb.SelectRequest(inference_service=renamed(picks[i % len(picks)], f"r{i}")))
+                    except grpc.RpcError:
+                        failures[0] += 1
+                    i += 1
+
+        thread = threading.Thread(target=caller)
+        thread.start()
+        time.sleep(0.2)
+        target = d.rules / "messages.yaml"
+        began = time.perf_counter()
+        target.write_text(target.read_text() + "\n# edited\n")
+        while policy.GetStatus(pb.GetStatusRequest()).revisions.rules_revision == before:
+            if time.perf_counter() - began > 30:
+                break
+            time.sleep(0.01)
+        run.figures["reload s"] = time.perf_counter() - began
+        time.sleep(0.3)
+        stop.set()
+        thread.join()
+        run.figures["reload failed calls"] = failures[0]
+        run.figures["RSS MB"] = rss_mb(d.pid)
+        ch.close()
+    with daemon(catalog, 64, processes, parse_cache) as d:
+        run.figures["start s"] = d.started
+        empty_rate = rate(d.address, empty_call, 4, seconds)
+        run.figures["throughput xempty (cache)"] = rate(d.address, select_call, 4, seconds) / empty_rate
+    shutil.rmtree(parse_cache, ignore_errors=True)
+    return run
+
+
+def span(values: list[float]) -> str:
+    lo, hi = min(values), max(values)
+    fmt = (lambda v: f"{v:.0f}") if hi >= 100 else (lambda v: f"{v:.2f}") if hi < 10 else (lambda v: f"{v:.1f}")
+    return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)}-{fmt(hi)}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="ome,200,2000,20000")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--n", type=int, default=400, help="calls per latency figure")
+    parser.add_argument("--seconds", type=float, default=2.0, help="per throughput figure")
+    parser.add_argument("--processes", type=int, default=1, help="daemon processes (policyd --processes)")
+    args = parser.parse_args()
+    sizes = args.sizes.split(",")
+    results: dict[str, list[Run]] = {size: [] for size in sizes}
+    for size in sizes:
+        catalog_dir(size)
+    load = os.getloadavg()
+    for r in range(args.runs):
+        for size in sizes:
+            print(f"run {r + 1}/{args.runs}: {size}", flush=True)
+            results[size].append(measure(size, args.n, args.seconds, args.processes))
+    keys = list(results[sizes[0]][0].figures)
+    print(f"\nload average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f} (2 cores)")
+    print("figure".ljust(30) + "".join(s.rjust(16) for s in sizes))
+    for key in keys:
+        print(key.ljust(30) + "".join(span([run.figures[key] for run in results[s]]).rjust(16) for s in sizes))
+    if "200" in results and "20000" in results:
+        pairs = list(zip(results["200"], results["20000"], strict=True))
+        for what in ("Select ms", "Apply ms", "Delete ms"):
+            ratios = [big.figures[what] / small.figures[what] for small, big in pairs]
+            print(f"{what.split()[0] + ' 20,000 / 200':30}{span(ratios):>16}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The decision cache's key for a request: a digest of the request, leaving out the
+InferenceService's name when the rules revision never reads it — no rule tests ``isvc_name``
+and no template or message prints it — as no response carries it otherwise. Two
+InferenceServices of one model, in one namespace, with one spec are then decided once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+
+from google.protobuf.message import Message
+
+from policyd.errors import InvalidInput
+from policyd.policy.model import Policy
+from policyd.policy.templates import placeholders
+from policyd.resources.proto import manifest_text
+
+NAME_FIELD = "isvc_name"
+
+
+def _templates(policy: Policy) -> Iterator[str]:
+    for rule in policy.rules:
+        yield from (rule.reason, rule.refusal, rule.condition_message, rule.field, rule.component)
+        yield from (rule.model_value, rule.runtime_value, rule.advisory)
+    for group in policy.groups:
+        yield from (group.component, group.advisory)
+        if group.entries is not None:
+            yield from (group.entries.reason, group.entries.empty)
+    yield from policy.messages.values()
+
+
+_READS: dict[str, bool] = {}
+
+
+def reads_name(policy: Policy) -> bool:
+    """Whether any rule tests, or any template or message prints, the InferenceService's name."""
+    found = _READS.get(policy.revision)
+    if found is None:
+        if len(_READS) > 16:
+            _READS.clear()
+        found = _READS[policy.revision] = any(NAME_FIELD in rule.fields for rule in policy.rules) or any(
+            NAME_FIELD in placeholders(t) for t in _templates(policy)
+        )
+    return found
+
+
+def _nameless(request: Message) -> Message | None:
+    """The request with the InferenceService's name left out; None when it has none to leave
+    out, or its manifest does not parse (the handler reports that)."""
+    field = getattr(request.DESCRIPTOR, "fields_by_name", {}).get("inference_service")
+    if field is None or not request.HasField("inference_service"):
+        return None
+    out = type(request)()
+    out.CopyFrom(request)
+    isvc = out.inference_service  # type: ignore[attr-defined]
+    if isvc.WhichOneof("input") == "typed":
+        isvc.typed.metadata.ClearField("name")
+        return out
+    try:
+        doc = manifest_text(isvc.manifest, "inference_service.manifest")
+    except InvalidInput:
+        return None
+    meta = doc.get("metadata")
+    if isinstance(meta, dict):
+        doc["metadata"] = {k: v for k, v in meta.items() if k != "name"}
+    try:
+        isvc.manifest = json.dumps(doc, sort_keys=True)
+    except TypeError:  # YAML values JSON has not (dates): keyed by the text as sent
+        return None
+    return out
+
+
+def request_digest(request: Message, policy: Policy, salt: bytes = b"") -> bytes:
+    """``salt``: what else decides the answer (the field-validation mode)."""
+    keyed = None if reads_name(policy) else _nameless(request)
+    return hashlib.sha256(salt + (keyed or request).SerializeToString(deterministic=True)).digest()

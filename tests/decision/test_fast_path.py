@@ -1,0 +1,135 @@
+"""The fast path (candidates from an index, verdicts shared by runtimes of one shape,
+snapshots changed incrementally) answers exactly as the plain path, which judges every runtime
+in scope: the OME catalog and synthetic ones (tests/testkit/synthetic.py), every model x every
+InferenceService shape, Select, Explain (of an InferenceService and of a model alone) and
+Effective, compared as encoded responses; with the bundled rules, with rules that test fields
+no bundled rule tests, and with the example organisation policies (labels, images, points)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from google.protobuf.message import Message
+from testkit import synthetic
+from testkit.shared import CATALOG, RULES
+
+from policyd.catalog.directory import load_directory
+from policyd.catalog.snapshot import Catalog, CatalogObject
+from policyd.contract import policy_pb2 as pb
+from policyd.contract import resources_pb2 as rpb
+from policyd.decision.orchestrator import prepare
+from policyd.policy.revision import Revision, build_revision
+from policyd.resources.manifests import parse_object
+from policyd.resources.objects import InferenceService, ServingRuntime
+from policyd.server.fieldcheck import FieldCheck
+from policyd.server.observability import DecisionLog
+from policyd.server.servicer import PolicyServicer
+
+HERE = Path(__file__).parent
+MODELS = 6  # templates whose models (and their sibling families' models) are decided
+
+
+def _rules(tmp_path_factory: pytest.TempPathFactory, *extra: Path) -> Revision:
+    root = tmp_path_factory.mktemp("rules")
+    for path in [*RULES.glob("*.yaml"), *extra]:
+        shutil.copy(path, root)
+    return build_revision(root)
+
+
+@pytest.fixture(scope="module")
+def revisions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Revision]:
+    return {
+        "bundled": build_revision(RULES),
+        "extra fields": _rules(tmp_path_factory, HERE / "rules" / "extra-fields.yaml"),
+        "organisation policies": _rules(tmp_path_factory, *(RULES / "examples").glob("*.yaml")),
+    }
+
+
+def _parsed(docs: list[dict[str, object]]) -> list[CatalogObject]:
+    out = []
+    for doc in docs:
+        obj = parse_object(doc)
+        assert not isinstance(obj, InferenceService)
+        out.append(obj)
+    return out
+
+
+TEMPLATES = 24  # a synthetic catalog of 24 templates x 16 generations: every variant twice
+MODELS = 2  # templates whose models (and their sibling families' models) are decided
+
+
+def _models() -> list[dict[str, object]]:
+    return synthetic.models(limit=MODELS, first=TEMPLATES)
+
+
+def _catalog(name: str) -> Catalog:
+    if name == "OME catalog":
+        return Catalog.of([*load_directory(CATALOG).objects, *_parsed(_models())])
+    return Catalog.of(_parsed([*synthetic.runtimes(TEMPLATES * 16, first=TEMPLATES), *_models()]))
+
+
+def _requests() -> Iterator[tuple[str, Message]]:
+    for model in _models():
+        name = str(model["metadata"]["name"])  # type: ignore[index]
+        for shape in synthetic.isvc_shapes(name):
+            isvc = rpb.InferenceServiceInput(manifest=json.dumps(shape))
+            label = f"{name}/{shape['metadata']['name']}"
+            yield f"Select {label}", pb.SelectRequest(inference_service=isvc)
+            yield f"Explain {label}", pb.ExplainRequest(inference_service=isvc)
+            yield f"Effective {label}", pb.EffectiveRequest(inference_service=isvc)
+        for namespace in ("default", "team-6"):
+            subject = pb.ModelSubject(model=rpb.ModelRef(name=name), namespace=namespace)
+            yield f"Explain model {name} in {namespace}", pb.ExplainRequest(model=subject)
+
+
+def _answer(servicer: PolicyServicer, request: Message, revision: Revision, catalog: Catalog) -> bytes:
+    handler = {
+        pb.SelectRequest: servicer._select,
+        pb.ExplainRequest: servicer._explain,
+        pb.EffectiveRequest: servicer._effective,
+    }[type(request)]
+    return handler(request, revision, catalog, FieldCheck()).SerializeToString(deterministic=True)  # type: ignore[operator]
+
+
+def _changed(catalog: Catalog) -> Catalog:
+    """The catalog after a controller's changes: some runtimes deleted, some re-applied under new specs."""
+    runtimes = sorted(catalog.runtimes)
+    deleted = runtimes[::7]
+    replaced = []
+    for key in runtimes[3::11]:
+        raw = json.loads(json.dumps(catalog.runtimes[key].raw))
+        raw["spec"]["disabled"] = not raw["spec"].get("disabled", False)
+        replaced.append(parse_object(raw))
+    return catalog.changed([r for r in replaced if isinstance(r, ServingRuntime)], deleted)
+
+
+@pytest.mark.parametrize(
+    ("catalog", "rules"),
+    [
+        ("OME catalog", "bundled"),
+        ("synthetic", "bundled"),
+        ("synthetic", "extra fields"),
+        ("synthetic", "organisation policies"),
+    ],
+)
+def test_fast_path_answers_every_request_as_the_plain_path(
+    catalog: str, rules: str, revisions: dict[str, Revision]
+) -> None:
+    revision = revisions[rules]
+    fast = PolicyServicer(None, DecisionLog(None), fast=True)  # type: ignore[arg-type]
+    plain = PolicyServicer(None, DecisionLog(None), fast=False)  # type: ignore[arg-type]
+    requests = list(_requests())
+    first = _catalog(catalog)
+    prepare(revision, first)  # as the daemon does on loading: carried over to the changed snapshot
+    for snapshot in (first, _changed(first)):
+        differ = []
+        for what, request in requests:
+            expected = _answer(plain, request, revision, snapshot)
+            if _answer(fast, request, revision, snapshot) != expected:
+                differ.append(what)
+        assert differ == [], f"the fast path differs from the plain path for {differ[:5]}"
+    assert len(requests) > 300

@@ -1,0 +1,88 @@
+"""policyd --processes 2: both worker processes answer on one port, and a catalog change one
+of them acknowledged is in every answer that follows, whichever process serves it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+from pathlib import Path
+
+import grpc
+from testkit.llama import model_manifest
+
+from clients.conformance.processes import serving
+from policyd.contract import policy_pb2 as pb
+from policyd.contract import policy_pb2_grpc
+from policyd.contract import resources_pb2 as rpb
+
+CONNECTIONS = 8
+
+
+def _free_ports(n: int) -> int:
+    """The first of ``n`` consecutive free ports (metrics: one per worker)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            first = s.getsockname()[1]
+        try:
+            for port in range(first, first + n):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+    raise AssertionError("no free ports")
+
+
+def _calls(port: int) -> float:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("policyd_calls_total{"))
+
+
+def _runtime(name: str) -> rpb.Object:
+    doc = {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "ClusterServingRuntime",
+        "metadata": {"name": name},
+        "spec": {
+            "supportedModelFormats": [
+                {
+                    "modelFormat": {"name": "safetensors", "version": "1.0.0"},
+                    "modelFramework": {"name": "transformers", "version": "4.45.0.dev0"},
+                    "modelArchitecture": "LlamaForCausalLM",
+                    "autoSelect": True,
+                }
+            ]
+        },
+    }
+    return rpb.Object(manifest=json.dumps(doc))
+
+
+def test_every_process_answers_with_every_change_acknowledged_before(tmp_path: Path) -> None:
+    metrics = _free_ports(2)
+    args = ["--processes", "2", "--metrics-port", str(metrics), "--log-level", "warning"]
+    args += ["--parse-cache", "", "--catalog", str(tmp_path)]
+    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+        options = [("grpc.use_local_subchannel_pool", 1)]  # a connection each, spread by the kernel
+        channels = [grpc.insecure_channel(address, options=options) for _ in range(CONNECTIONS)]
+        stubs = [policy_pb2_grpc.PolicyServiceStub(c) for c in channels]
+        model = rpb.Object(manifest=json.dumps(model_manifest()))
+        stubs[0].ApplyObjects(pb.ApplyObjectsRequest(objects=[model]))
+        for i in range(12):
+            writer = stubs[i % CONNECTIONS]
+            applied = writer.ApplyObjects(pb.ApplyObjectsRequest(objects=[_runtime(f"rt-{i}")]))
+            for stub in stubs:
+                status = stub.GetStatus(pb.GetStatusRequest())
+                assert status.revisions.catalog_revision == applied.catalog_revision
+                key = pb.ObjectKey(kind="ClusterServingRuntime", name=f"rt-{i}")
+                assert stub.GetObjects(pb.GetObjectsRequest(keys=[key])).objects[0].manifest
+        gone = stubs[3].DeleteObjects(
+            pb.DeleteObjectsRequest(keys=[pb.ObjectKey(kind="ClusterServingRuntime", name="rt-0")])
+        )
+        assert gone.deleted == 1
+        for stub in stubs:
+            assert stub.GetStatus(pb.GetStatusRequest()).runtimes == 11
+        assert _calls(metrics) > 0 and _calls(metrics + 1) > 0, "both processes served calls"
+        for c in channels:
+            c.close()
