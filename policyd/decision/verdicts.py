@@ -198,7 +198,9 @@ class RuntimeVerdict:
     def compat_reason(self) -> Reason | None:
         """Why the runtime does not declare support; None when it does."""
         check = next((c for c in self.checks if c.effect == "exclude"), None)
-        return check.reason() if check else None
+        if check is None:
+            return None
+        return self.reason if check is self.checks[0] else check.reason()
 
     def when_named(self, action: str) -> Check | None:
         """The first check whose kind does ``action`` (advise, reject) when the runtime is named."""

@@ -40,8 +40,11 @@ _SHORT = 80  # rendered texts up to this long are interned: the same component a
 
 
 def render(template: str, values: Mapping[str, Any]) -> str:
+    parts = _parts(template)
+    if len(parts) <= 1 and (not parts or parts[0][1] is None):
+        return parts[0][0] if parts else ""  # nothing to fill in (most component and value templates)
     out = []
-    for literal, name in _parts(template):
+    for literal, name in parts:
         out.append(literal)
         if name is not None:
             value = values.get(name, "")

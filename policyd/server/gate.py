@@ -22,6 +22,7 @@ from google.protobuf.message import DecodeError
 from policyd.server import observability as obs
 from policyd.server.authz import Authorizer
 from policyd.server.limits import LimitExceeded, Limits, check_request, deadline_in
+from policyd.server.responses import Encoded
 from policyd.server.rpc_errors import FIELD_KEY
 
 log = logging.getLogger("policyd.gate")
@@ -90,7 +91,7 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
         return grpc.unary_unary_rpc_method_handler(
             behavior,
             request_deserializer=_safe(handler.request_deserializer),
-            response_serializer=handler.response_serializer,
+            response_serializer=_as_encoded(handler.response_serializer),
         )
 
     def _serve(self, method: str, inner: Callable[..., Any], request: Any, context: grpc.ServicerContext) -> Any:
@@ -123,3 +124,12 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
         except LimitExceeded as err:
             return grpc.StatusCode.RESOURCE_EXHAUSTED, str(err), err.field
         return None
+
+
+def _as_encoded(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """The method's serializer, and an Encoded response's bytes as they are."""
+
+    def encode(response: Any) -> bytes:
+        return response.data if isinstance(response, Encoded) else serialize(response)
+
+    return encode

@@ -100,6 +100,10 @@ class DecisionLog:
         self._file = path.open("a", buffering=1) if path else None
         self._lock = threading.Lock()
 
+    @property
+    def enabled(self) -> bool:
+        return self._file is not None
+
     def write(self, outcome: Message, **entry: Any) -> None:
         if self._file is None:
             return  # the outcome is converted only for a log that exists: this runs on every decision

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from google.protobuf.message import Message
 
@@ -14,30 +16,36 @@ from policyd.resources.objects import Entry, Pipeline, PipelineComponent, Servin
 from policyd.resources.proto import manifest_to_message
 from policyd.server import limits
 
-
-def fit(response: Message, items: str, omitted: str) -> Message:
-    """``response`` with the last of its repeated ``items`` left out, and counted in ``omitted``,
-    as far as it takes to keep it within RESPONSE_BUDGET bytes."""
-    budget = limits.RESPONSE_BUDGET
-    size = response.ByteSize()
-    if size <= budget:
-        return response
-    listed = getattr(response, items)
-    sizes = [_encoded(item.ByteSize()) for item in listed]
-    keep, room = 0, budget - (size - sum(sizes))
-    for item_size in sizes:
-        room -= item_size
-        if room < 0:
-            break
-        keep += 1
-    setattr(response, omitted, len(listed) - keep)
-    del listed[keep:]
-    return response
+M = TypeVar("M", bound=Message)
 
 
-def _encoded(length: int) -> int:
-    """The wire size of an item of a repeated message field numbered below 16: tag, length, item."""
-    return 1 + max(1, (length.bit_length() + 6) // 7) + length
+@dataclass(frozen=True)
+class Encoded(Generic[M]):
+    """A response as the wire carries it: the server's Gate sends the bytes as they are, so a
+    large answer (and a cached one) is not decoded into a message only to be encoded again."""
+
+    kind: type[M]
+    data: bytes
+
+    def message(self) -> M:
+        return self.kind.FromString(self.data)
+
+
+def encode(message: M) -> Encoded[M]:
+    return Encoded(type(message), message.SerializeToString())
+
+
+def encoded(head: M, items: str, rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]], omitted: str) -> Encoded[M]:
+    """``head`` (a response without its repeated verdicts) and the verdict ``rows`` in its
+    field ``items``, the last of them left out and counted in ``omitted`` as far as it takes to
+    keep the answer within RESPONSE_BUDGET bytes. Fields in any order are one message to a reader."""
+    number = head.DESCRIPTOR.fields_by_name[items].number
+    tag = _varint(number << 3 | 2)  # length-delimited
+    room = limits.RESPONSE_BUDGET - head.ByteSize() - 16  # the count, when set
+    data, left_out = _rows(tag, rows, room)
+    if left_out:
+        setattr(head, omitted, left_out)
+    return Encoded(type(head), head.SerializeToString() + data)
 
 
 def reason(value: Reason | None) -> pb.Reason | None:
@@ -68,8 +76,6 @@ def _varint(n: int) -> bytes:
 _LENGTHS = [_varint(n) for n in range(1 << 14)]  # the length prefixes of rows up to 16 kB
 _IDENTITY: dict[str, bytes] = {}  # by the runtime's digest (its name, kind and namespace among its content)
 _IDENTITY_LIMIT = 200_000
-_RUNTIMES_TAG = b"\x0a"  # field 1 (runtimes), length-delimited, of ExplainResponse
-_EXCLUDED_TAG = b"\x22"  # field 4 (excluded), length-delimited, of SelectResponse
 
 
 def _identity(runtime: ServingRuntime) -> bytes:
@@ -98,29 +104,29 @@ def _judged(e: RuntimeVerdict) -> bytes:
     return wire
 
 
-def _rows(tag: bytes, rows: Iterable[tuple[ServingRuntime, RuntimeVerdict]]) -> bytes:
+def _rows(tag: bytes, rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]], room: int) -> tuple[bytes, int]:
     """Repeated RuntimeVerdict field ``tag`` holding each runtime's verdict: the runtime's
     identity (fields 1-3), then the verdict's other fields, encoded once for all the runtimes
-    a shared verdict stands for — in field order, as the message itself would encode."""
+    a shared verdict stands for — in field order, as the message itself would encode; and how
+    many of the last rows were left out to keep within ``room`` bytes."""
     identities, lengths = _IDENTITY, _LENGTHS
     parts: list[bytes] = []
-    for runtime, e in rows:
+    total = 0
+    for n, (runtime, e) in enumerate(rows):
         ident = identities.get(runtime.digest) or _identity(runtime)
         shared = e.shared
         tail = shared.wire if shared is not None and shared.wire is not None else _judged(e)
         size = len(ident) + len(tail)
-        parts += (tag, lengths[size] if size < len(lengths) else _varint(size), ident, tail)
-    return b"".join(parts)
+        prefix = lengths[size] if size < len(lengths) else _varint(size)
+        total += len(tag) + len(prefix) + size
+        if total > room:
+            return b"".join(parts), len(rows) - n
+        parts += (tag, prefix, ident, tail)
+    return b"".join(parts), 0
 
 
-def excluded_runtimes(verdicts: Sequence[RuntimeVerdict]) -> bytes:
-    """SelectResponse's excluded field (4) holding ``verdicts``."""
-    return _rows(_EXCLUDED_TAG, ((e.runtime, e) for e in verdicts))
-
-
-def explain_runtimes(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> pb.ExplainResponse:
-    """An ExplainResponse holding each runtime's verdict."""
-    return pb.ExplainResponse.FromString(_rows(_RUNTIMES_TAG, rows))
+def excluded_rows(verdicts: Sequence[RuntimeVerdict]) -> list[tuple[ServingRuntime, RuntimeVerdict]]:
+    return [(e.runtime, e) for e in verdicts]
 
 
 def verdict(e: RuntimeVerdict) -> pb.RuntimeVerdict:

@@ -7,7 +7,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import grpc
 from google.protobuf.message import Message
@@ -29,6 +29,7 @@ from policyd.server.cachekey import request_digest
 from policyd.server.fieldcheck import FieldCheck, mode_of
 from policyd.server.limits import DeadlineExceeded
 from policyd.server.requests import ISVC_FIELD, catalog_keys, catalog_object, object_key, parse_isvc, under
+from policyd.server.responses import Encoded, encode
 from policyd.server.rpc_errors import invalid_argument, warning_trailers
 from policyd.server.state import CacheKey, Change, ServingState
 from policyd.server.whatif import WhatIf
@@ -66,10 +67,12 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         rpc: str,
         request: Message,
         context: grpc.ServicerContext,
-        handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp],
+        handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp | Encoded[Resp]],
     ) -> Resp:
+        """The handler's answer. An Encoded one stands for its message: the Gate sends its bytes
+        as they are (policyd.server.gate)."""
         with self.state.hold_revision() as revision:
-            return self._serve_on(revision, rpc, request, context, handler)
+            return cast(Resp, self._serve_on(revision, rpc, request, context, handler))
 
     def _serve_on(
         self,
@@ -77,8 +80,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         rpc: str,
         request: Message,
         context: grpc.ServicerContext,
-        handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp],
-    ) -> Resp:
+        handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp | Encoded[Resp]],
+    ) -> Resp | Encoded[Resp]:
         started = time.perf_counter()
         catalog = self.state.catalog
         metadata = dict(context.invocation_metadata())
@@ -90,14 +93,16 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 fields.mode = mode_of(metadata)
                 # the mode decides between an answer and a refusal: answers are cached per mode
                 salt = b"" if fields.mode == "Warn" else fields.mode.encode()
-                digest = request_digest(request, revision.policy, salt)
+                # the digest keys the cache and the decision log: none when neither is kept
+                keyed = rpc in CACHEABLE and (self.state.cache.enabled or self.decisions.enabled)
+                digest = request_digest(request, revision.policy, salt) if keyed else b""
                 key = (revision.id, catalog.revision, rpc, digest)
-                cached = self.state.cache.get(key) if rpc in CACHEABLE else None
+                cached = self.state.cache.get(key) if keyed else None
                 if cached is not None:
                     obs.CACHE_HITS.inc()
                     self._log_decision(key, request_id, cached[0], cached=True)
                     context.set_trailing_metadata(warning_trailers(cached[1]))
-                    return cached[0]  # type: ignore[return-value]  # stored under this RPC's key, so of its type
+                    return cached[0]
                 response = handler(request, revision, catalog, fields)
             except InvalidInput as err:
                 code = grpc.StatusCode.INVALID_ARGUMENT
@@ -117,18 +122,21 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 log.exception("internal error", extra={"rpc": rpc, "request_id": request_id})
                 context.abort(code, f"internal error; see the policyd log for request id {request_id}")
             context.set_trailing_metadata(warning_trailers(fields.warnings))
-            if rpc in CACHEABLE:
-                self.state.cache.put(key, response, tuple(fields.warnings))
-                self._log_decision(key, request_id, response, cached=False)
+            if keyed:
+                answer = response if isinstance(response, Encoded) else encode(response)
+                self.state.cache.put(key, answer, tuple(fields.warnings))
+                self._log_decision(key, request_id, answer, cached=False)
             return response
         finally:
             obs.CALLS.labels(rpc, code.name).inc()
             obs.LATENCY.labels(rpc).observe(time.perf_counter() - started)
 
-    def _log_decision(self, key: CacheKey, request_id: str, outcome: Message, cached: bool) -> None:
+    def _log_decision(self, key: CacheKey, request_id: str, outcome: Encoded[Any], cached: bool) -> None:
+        if not self.decisions.enabled:
+            return
         rules_revision, catalog_revision, rpc, digest = key
         self.decisions.write(
-            outcome,
+            outcome.message(),
             request_id=request_id,
             rpc=rpc,
             request_digest=digest.hex(),
@@ -147,28 +155,26 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
 
     def _select(
         self, request: pb.SelectRequest, revision: Revision, base: Catalog, fields: FieldCheck
-    ) -> pb.SelectResponse:
+    ) -> Encoded[pb.SelectResponse]:
         isvc = parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
             result = decide.select(catalog, isvc, revision, fast=self.fast)
-        response = pb.SelectResponse(
+        head = pb.SelectResponse(
             ranking=[responses.ranked(e) for e in result.ranking],
             error=result.error,
             warnings=list(result.warnings),
             revisions=self._revisions(revision, catalog),
             rejection=responses.rejection(result.refusal),
         )
-        response.MergeFromString(responses.excluded_runtimes(result.excluded))
-        responses.fit(response, "excluded", "excluded_omitted")
-        return response
+        return responses.encoded(head, "excluded", responses.excluded_rows(result.excluded), "excluded_omitted")
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
         return self._serve("Explain", request, context, self._explain)
 
     def _explain(
         self, request: pb.ExplainRequest, revision: Revision, base: Catalog, fields: FieldCheck
-    ) -> pb.ExplainResponse:
+    ) -> Encoded[pb.ExplainResponse]:
         catalog = _request_catalog(base, request.catalog, fields)
         which = request.WhichOneof("subject")
         if which == "inference_service":
@@ -188,12 +194,12 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 explanation = decide.explain_model(catalog, ref, request.model.namespace, revision, fast=self.fast)
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
-        response = responses.explain_runtimes(explanation.rows)
-        response.model_format = explanation.model_format
-        response.model_name = explanation.model.meta.name
-        response.revisions.CopyFrom(self._revisions(revision, catalog))
-        responses.fit(response, "runtimes", "runtimes_omitted")
-        return response
+        head = pb.ExplainResponse(
+            model_format=explanation.model_format,
+            model_name=explanation.model.meta.name,
+            revisions=self._revisions(revision, catalog),
+        )
+        return responses.encoded(head, "runtimes", explanation.rows, "runtimes_omitted")
 
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:
         return self._serve("Resolve", request, context, self._resolve)

@@ -12,10 +12,9 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from google.protobuf.message import Message
-
-from policyd.catalog.directory import DirectoryLoad
+from policyd.catalog.directory import DirectoryLoad, no_collection
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
 from policyd.catalog.source import CatalogSource
 from policyd.decision.orchestrator import catalog_refusals, prepare
@@ -23,6 +22,7 @@ from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
 from policyd.server.leases import Leases
+from policyd.server.responses import Encoded
 
 log = logging.getLogger("policyd.state")
 
@@ -70,31 +70,33 @@ class DecisionCache:
     budget the memory used."""
 
     budget_bytes: int = 64 << 20
-    _items: OrderedDict[CacheKey, tuple[tuple[type[Message], bytes, tuple[str, ...]], int]] = field(
-        default_factory=OrderedDict
-    )
+    _items: OrderedDict[CacheKey, tuple[tuple[Encoded[Any], tuple[str, ...]], int]] = field(default_factory=OrderedDict)
     _bytes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, key: CacheKey) -> tuple[Message, tuple[str, ...]] | None:
+    @property
+    def enabled(self) -> bool:
+        return self.budget_bytes > 0
+
+    def get(self, key: CacheKey) -> tuple[Encoded[Any], tuple[str, ...]] | None:
         """The response and the warnings that came with it."""
         with self._lock:
             hit = self._items.get(key)
             if hit is None:
                 return None
             self._items.move_to_end(key)
-        kind, data, warnings = hit[0]
-        return kind.FromString(data), warnings
+        return hit[0]
 
-    def put(self, key: CacheKey, value: Message, warnings: tuple[str, ...] = ()) -> None:
-        data = value.SerializeToString()
-        size = len(data) + sum(len(w) for w in warnings) + ENTRY_OVERHEAD
+    def put(self, key: CacheKey, value: Encoded[Any], warnings: tuple[str, ...] = ()) -> None:
+        if not self.enabled:
+            return
+        size = len(value.data) + sum(len(w) for w in warnings) + ENTRY_OVERHEAD
         if size > self.budget_bytes:
             return
         with self._lock:
             if key in self._items:
                 self._bytes -= self._items.pop(key)[1]
-            self._items[key] = ((type(value), data, warnings), size)
+            self._items[key] = ((value, warnings), size)
             self._bytes += size
             while self._bytes > self.budget_bytes:
                 self._bytes -= self._items.popitem(last=False)[1][1]
@@ -206,7 +208,7 @@ class ServingState:
 
     def reload_catalog(self) -> None:
         assert self._source is not None
-        with self._reload_lock:
+        with self._reload_lock, no_collection():
             source = self._source.load()
             self._take_directory(source.load, source.faults)
         self._retry_in(source.retry_in)

@@ -27,6 +27,7 @@ from policyd.resources.manifests import parse_object
 from policyd.resources.objects import InferenceService, ServingRuntime
 from policyd.server.fieldcheck import FieldCheck
 from policyd.server.observability import DecisionLog
+from policyd.server.responses import Encoded
 from policyd.server.servicer import PolicyServicer
 
 HERE = Path(__file__).parent
@@ -92,7 +93,9 @@ def _answer(servicer: PolicyServicer, request: Message, revision: Revision, cata
         pb.ExplainRequest: servicer._explain,
         pb.EffectiveRequest: servicer._effective,
     }[type(request)]
-    return handler(request, revision, catalog, FieldCheck()).SerializeToString(deterministic=True)  # type: ignore[operator]
+    answer = handler(request, revision, catalog, FieldCheck())  # type: ignore[operator]
+    message = answer.message() if isinstance(answer, Encoded) else answer
+    return message.SerializeToString(deterministic=True)  # type: ignore[no-any-return]
 
 
 def _changed(catalog: Catalog) -> Catalog:

@@ -8,6 +8,7 @@ from pathlib import Path
 from testkit.shared import RULES
 
 from policyd.contract import policy_pb2 as pb
+from policyd.server.responses import encode
 from policyd.server.state import ENTRY_OVERHEAD, DecisionCache, ServingState
 
 RUNTIME = """
@@ -53,8 +54,10 @@ def test_a_refused_rules_change_keeps_the_last_good_revision(tmp_path: Path) -> 
 
 
 def test_the_decision_cache_keeps_the_most_recent_answers_within_its_byte_budget() -> None:
-    answers = [pb.SelectResponse(error="x" * 100, revisions=pb.Revisions(rules_revision=str(i))) for i in range(5)]
-    size = answers[0].ByteSize() + ENTRY_OVERHEAD  # an entry counts its serialized answer and its own keeping
+    answers = [
+        encode(pb.SelectResponse(error="x" * 100, revisions=pb.Revisions(rules_revision=str(i)))) for i in range(5)
+    ]
+    size = len(answers[0].data) + ENTRY_OVERHEAD  # an entry counts its encoded answer and its own keeping
     cache = DecisionCache(budget_bytes=3 * size)
     for i, answer in enumerate(answers[:3]):
         cache.put(("r", "c", "Select", bytes([i])), answer)
@@ -62,7 +65,7 @@ def test_the_decision_cache_keeps_the_most_recent_answers_within_its_byte_budget
     cache.put(("r", "c", "Select", bytes([3])), answers[3])
     assert cache.get(("r", "c", "Select", bytes([1]))) is None  # the least recently used went
     assert cache.get(("r", "c", "Select", bytes([0]))) == (answers[0], ())
-    huge = pb.SelectResponse(error="x" * (4 * size))
+    huge = encode(pb.SelectResponse(error="x" * (4 * size)))
     cache.put(("r", "c", "Select", b"huge"), huge)
     assert cache.get(("r", "c", "Select", b"huge")) is None  # larger than the whole budget: not cached
     assert cache.get(("r", "c", "Select", bytes([3]))) == (answers[3], ())
