@@ -12,7 +12,9 @@ count only as those facts).
 Verdicts are kept per request key for the life of the rules revision, the least recently used
 request keys going first past a bound. A kept verdict holds what answers read of it (its
 reasons, worked out, and its checks' effects and kinds), not the fact records it was judged
-from, which take most of a verdict's memory.
+from, which take most of a verdict's memory. A request that would fill more than a quarter of
+the bound at once is judged and not kept: keeping it would only push out what others reuse,
+and making a verdict keepable costs about as much again as judging it.
 """
 
 from __future__ import annotations
@@ -134,8 +136,12 @@ class SharedVerdicts:
         if not missing:
             return list(map(known.__getitem__, keys))
         todo = {k: r for k, r in zip(keys, runtimes, strict=True) if k in missing}
-        fresh = {k: _kept(v) for k, v in zip(todo, judge(list(todo.values())), strict=True)}
-        self._keep(request, fresh)
+        judged = judge(list(todo.values()))
+        if len(todo) > self._kept // 4:
+            fresh = dict(zip(todo, judged, strict=True))
+        else:
+            fresh = {k: _kept(v) for k, v in zip(todo, judged, strict=True)}
+            self._keep(request, fresh)
         return [fresh.get(k) or known[k] for k in keys]
 
     def _keep(self, request: Key, fresh: dict[Key, RuntimeVerdict]) -> None:
