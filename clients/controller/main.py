@@ -77,9 +77,11 @@ async def run(args: argparse.Namespace) -> int:
         return 0
     log.info("leading: this replica acts", extra={"identity": me})
     connection = tls.of(args)
-    policy = policy_pb2_grpc.PolicyServiceStub(connection.channel(args.policyd))
-    renderer = render_pb2_grpc.RendererServiceStub(connection.channel(args.renderer))
-    kube = Kube(client.ApiClient(), me)
+    channels = (connection.channel(args.policyd), connection.channel(args.renderer))
+    policy = policy_pb2_grpc.PolicyServiceStub(channels[0])
+    renderer = render_pb2_grpc.RendererServiceStub(channels[1])
+    api = client.ApiClient()
+    kube = Kube(api, me)
     controller = Controller(
         kube,
         CatalogSync(policy, args.policyd),
@@ -88,12 +90,19 @@ async def run(args: argparse.Namespace) -> int:
     )
     operator = asyncio.create_task(lead(controller, stop))
     waiters = {asyncio.create_task(lost.wait()), asyncio.create_task(stop.wait())}
-    await asyncio.wait({operator, *waiters}, return_when=asyncio.FIRST_COMPLETED)
-    operator.cancel()  # a no-op when it ended (kopf stopped on SIGTERM)
-    with contextlib.suppress(asyncio.CancelledError):
-        await operator
-    for waiter in waiters:
-        waiter.cancel()
+    try:
+        await asyncio.wait({operator, *waiters}, return_when=asyncio.FIRST_COMPLETED)
+        operator.cancel()  # a no-op when it ended (kopf stopped on SIGTERM)
+        with contextlib.suppress(asyncio.CancelledError):
+            await operator
+        for waiter in waiters:
+            waiter.cancel()
+    finally:
+        # closed before the interpreter finalises: gRPC's and the client's threads left running
+        # then can abort the process after it said it stopped
+        for channel in channels:
+            channel.close()
+        api.close()  # type: ignore[no-untyped-call]  # the kubernetes client is untyped
     if lost.is_set():
         log.error("lost the lease: stopping so that only the new leader acts")
         return 1

@@ -23,7 +23,10 @@ from policyd.errors import InvalidInput
 from policyd.resources import safe_yaml
 
 log = logging.getLogger("policyd.authz")
-READ = frozenset({"Select", "Explain", "Resolve", "Effective", "InspectModel", "GetObjects", "GetStatus"})
+# Simulate and Lint apply nothing: what they are sent (rule files included) stays in the call
+READ = frozenset(
+    {"Select", "Explain", "Resolve", "Effective", "InspectModel", "GetObjects", "GetStatus", "Simulate", "Lint"}
+)
 WRITE = frozenset({"ApplyObjects", "DeleteObjects"})
 ANY = "*"
 _RECHECK_SECONDS = 1.0

@@ -132,6 +132,9 @@ def test_authz_lets_readers_read_and_only_writers_change_the_catalog(tmp_path: P
     with _daemon(tmp_path, *flags, "--authz", str(authz)) as address:
         reader, controller = _credentials(ca, pki["reader"]), _credentials(ca, pki["controller"])
         assert _status(address, reader).runtimes == 1
+        with grpc.secure_channel(address, reader) as channel:  # a what-if is a read: it applies nothing
+            lint = policy_pb2_grpc.PolicyServiceStub(channel).Lint(pb.LintRequest(), timeout=10)
+        assert lint.revisions.catalog_revision
         assert _code(lambda: _apply(address, reader)) == grpc.StatusCode.PERMISSION_DENIED
         assert _apply(address, controller).changes[0].action == "unchanged"  # the SAN is the writer's identity
         denied = policyctl(
