@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from policyd import textfiles
 from policyd.catalog.snapshot import CatalogObject, Key, key_of
 from policyd.errors import InvalidInput
 from policyd.resources.manifests import is_ome_object, load_yaml, parse_object
@@ -88,17 +89,7 @@ def walk(root: Path) -> tuple[list[Path], list[str]]:
 def read_text(path: Path) -> str:
     """A manifest file's text; InvalidInput (naming the file) when it cannot be read, is too
     large, or is not UTF-8."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        raise InvalidInput(str(path), f"cannot read: {err.strerror or err}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise InvalidInput(str(path), f"more than the limit of {MAX_FILE_BYTES:,} bytes")
-    try:
-        return data.decode()
-    except UnicodeDecodeError as err:
-        raise InvalidInput(str(path), f"not UTF-8: byte {data[err.start]:#04x} at offset {err.start}") from None
+    return textfiles.read_text(path, MAX_FILE_BYTES)
 
 
 def parse_documents(path: str, docs: list[object]) -> DirectoryLoad:

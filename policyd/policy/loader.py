@@ -33,6 +33,7 @@ from policyd.policy.model import (
     Scoring,
 )
 from policyd.resources import safe_yaml
+from policyd.textfiles import read_text
 
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
 MAX_RULE_FILE_BYTES = 16 << 20
@@ -104,15 +105,9 @@ def directory_texts(directory: Path) -> list[RuleText]:
 
 def _text(path: Path) -> str:
     try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise RuleFileError(str(path), f"cannot read: {err.strerror or err}") from None
-    if len(data) > MAX_RULE_FILE_BYTES:
-        raise RuleFileError(str(path), f"is {len(data):,} bytes, more than the limit of {MAX_RULE_FILE_BYTES:,}")
-    try:
-        return data.decode()
-    except UnicodeDecodeError as err:
-        raise RuleFileError(str(path), f"not UTF-8: byte {data[err.start]:#04x} at offset {err.start}") from None
+        return read_text(path, MAX_RULE_FILE_BYTES)
+    except InvalidInput as err:
+        raise RuleFileError(err.field, err.message) from None
 
 
 def _read(name: str, text: str) -> tuple[dict[str, Any], dict[str, list[int]]]:
