@@ -3,7 +3,9 @@ as ratios of an empty RPC (grpc health Check) on the same server in the same run
 
     python benchmarks/select_explain.py [--n 2000] [--seconds 3]
 
-The daemon runs as a subprocess on a loopback socket with ../shared/data/ome-catalog.
+The daemon runs as a subprocess on a loopback socket with ../shared/data/ome-catalog: once
+with the decision cache, once without it (``--decision-cache-mb 0``) for the figures of
+decisions made on every call, each against its own empty RPC.
 The model is the catalog's llama-3-2-1b-instruct, with the fields OME records taken
 from the real config.json (InspectModel), applied over gRPC like the controller does.
 """
@@ -79,54 +81,58 @@ def isvc(name: str) -> rpb.InferenceServiceInput:
     return rpb.InferenceServiceInput(manifest=json.dumps(doc))
 
 
+def _prepared(policy: policy_pb2_grpc.PolicyServiceStub, catalog: Path) -> pb.GetStatusResponse:
+    """The catalog's Llama model with the fields InspectModel records from its config.json, applied."""
+    manifest = yaml.safe_load((catalog / "models/meta/Llama-3.2-1B-Instruct.yaml").read_text())
+    request = pb.InspectModelRequest(base_model=rpb.Object(manifest=json.dumps(manifest)))
+    json_format.ParseDict(json.loads((SHARED / "hf-configs/llama3_2_1b.json").read_text()), request.config)
+    manifest["spec"] = json.loads(policy.InspectModel(request).spec_json)
+    policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=json.dumps(manifest))]))
+    return policy.GetStatus(pb.GetStatusRequest())
+
+
+def _measure(address: str, label: str, catalog: Path, n: int, seconds: float) -> None:
+    channel = grpc.insecure_channel(address)
+    policy = policy_pb2_grpc.PolicyServiceStub(channel)
+    health = health_pb2_grpc.HealthStub(channel)
+    status = _prepared(policy, catalog)
+    same = isvc("llama-3-2-1b-instruct")
+    select_req = pb.SelectRequest(inference_service=same)
+    explain_req = pb.ExplainRequest(inference_service=same)
+    if not label:
+        chosen = policy.Select(select_req).ranking[0].name
+        print(f"catalog: {status.runtimes} runtimes, {status.models} models; selected {chosen!r}")
+    runs = {
+        "empty RPC (health Check)": timed(lambda i: health.Check(health_pb2.HealthCheckRequest()), n),
+        f"Select{label}": timed(lambda i: policy.Select(select_req), n),
+        f"Explain{label}": timed(lambda i: policy.Explain(explain_req), n),
+    }
+    base50, base99 = percentiles(runs["empty RPC (health Check)"])
+    for name, samples in runs.items():
+        p50, p99 = percentiles(samples)
+        print(f"{name:34} {p50 * 1e3:8.3f} {p99 * 1e3:8.3f} {p50 / base50:12.2f} {p99 / base99:12.2f}")
+    empty_tp = throughput(lambda i: health.Check(health_pb2.HealthCheckRequest()), 4, seconds)
+    select_tp = throughput(lambda i: policy.Select(select_req), 4, seconds)
+    print(
+        f"throughput{label}, 4 client threads: empty {empty_tp:.0f}/s, Select {select_tp:.0f}/s, "
+        f"ratio {select_tp / empty_tp:.2f}"
+    )
+    channel.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=3.0)
     args = parser.parse_args()
     catalog = SHARED / "ome-catalog"
-    with serving(
-        "policyd.server.main", ["--catalog", str(catalog), "--log-level", "warning"], "127.0.0.1:0"
-    ) as address:
-        channel = grpc.insecure_channel(address)
-        policy = policy_pb2_grpc.PolicyServiceStub(channel)
-        health = health_pb2_grpc.HealthStub(channel)
-
-        manifest = yaml.safe_load((catalog / "models/meta/Llama-3.2-1B-Instruct.yaml").read_text())
-        request = pb.InspectModelRequest(base_model=rpb.Object(manifest=json.dumps(manifest)))
-        json_format.ParseDict(json.loads((SHARED / "hf-configs/llama3_2_1b.json").read_text()), request.config)
-        manifest["spec"] = json.loads(policy.InspectModel(request).spec_json)
-        policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=json.dumps(manifest))]))
-        status = policy.GetStatus(pb.GetStatusRequest())
-
-        same = isvc("llama-3-2-1b-instruct")
-        select_req = pb.SelectRequest(inference_service=same)
-        explain_req = pb.ExplainRequest(inference_service=same)
-        first_select = policy.Select(select_req)
-        n = args.n
-        runs = {
-            "empty RPC (health Check)": timed(lambda i: health.Check(health_pb2.HealthCheckRequest()), n),
-            "Select": timed(lambda i: policy.Select(select_req), n),
-            "Explain": timed(lambda i: policy.Explain(explain_req), n),
-            # a new InferenceService name per call misses the decision cache: the full decision runs
-            "Select, decision not cached": timed(
-                lambda i: policy.Select(pb.SelectRequest(inference_service=isvc(f"s{i}"))), n // 4
-            ),
-            "Explain, decision not cached": timed(
-                lambda i: policy.Explain(pb.ExplainRequest(inference_service=isvc(f"e{i}"))), n // 4
-            ),
-        }
-        base50, base99 = percentiles(runs["empty RPC (health Check)"])
-        print(f"catalog: {status.runtimes} runtimes, {status.models} models; selected {first_select.ranking[0].name!r}")
-        print(f"{'call':34} {'p50 ms':>8} {'p99 ms':>8} {'p50 ÷ empty':>12} {'p99 ÷ empty':>12}")
-        for name, samples in runs.items():
-            p50, p99 = percentiles(samples)
-            print(f"{name:34} {p50 * 1e3:8.3f} {p99 * 1e3:8.3f} {p50 / base50:12.2f} {p99 / base99:12.2f}")
-        empty_tp = throughput(lambda i: health.Check(health_pb2.HealthCheckRequest()), 4, args.seconds)
-        select_tp = throughput(lambda i: policy.Select(select_req), 4, args.seconds)
-        ratio = select_tp / empty_tp
-        print(f"throughput, 4 client threads: empty {empty_tp:.0f}/s, Select {select_tp:.0f}/s, ratio {ratio:.2f}")
-        channel.close()
+    print(f"{'call':34} {'p50 ms':>8} {'p99 ms':>8} {'p50 ÷ empty':>12} {'p99 ÷ empty':>12}")
+    # cached, then on a daemon without the decision cache (--decision-cache-mb 0): every call is
+    # decided (the cache keys no InferenceService name, so a new name per call would still hit it)
+    for cache_mb, label in (("64", ""), ("0", ", decision not cached")):
+        flags = ["--catalog", str(catalog), "--log-level", "warning", "--decision-cache-mb", cache_mb]
+        with serving("policyd.server.main", flags, "127.0.0.1:0") as address:
+            _measure(address, label, catalog, args.n, args.seconds)
 
 
 if __name__ == "__main__":
