@@ -198,7 +198,7 @@ def supervise(argv: Sequence[str], args: argparse.Namespace) -> int:
     addresses: list[str] = []
     for flag, listen in listens:
         if listen.unix:
-            print(f"policyd: --processes needs a TCP {flag} (SO_REUSEPORT)", file=sys.stderr)
+            print(f"policyd: cannot start: --processes needs a TCP {flag} (SO_REUSEPORT)", file=sys.stderr)
             return 2
         try:
             sock, address = _reserve(listen)
