@@ -14,7 +14,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from policyd.resources.objects import NAMESPACED_KINDS, AcceleratorClass, BaseModel, InferenceService, ServingRuntime
+from policyd.catalog.layered import layered
+from policyd.resources.objects import (
+    ACCELERATOR_CLASS_KIND,
+    ISVC_KIND,
+    MODEL_KINDS,
+    NAMESPACED_KINDS,
+    RUNTIME_KINDS,
+    AcceleratorClass,
+    BaseModel,
+    InferenceService,
+    ServingRuntime,
+)
 
 Key = tuple[str, str, str]  # kind, namespace ("" at cluster scope), name
 CatalogObject = BaseModel | ServingRuntime | InferenceService | AcceleratorClass
@@ -54,27 +65,13 @@ class Derived(Protocol):
         """The same for ``catalog`` (this snapshot with ``changes``), or None to compute it anew."""
 
 
-_Maps = tuple[dict[Key, ServingRuntime], dict[Key, BaseModel], dict[Key, InferenceService], dict[Key, AcceleratorClass]]
-
-
-def _put(maps: _Maps, key: Key, obj: CatalogObject) -> None:
-    runtimes, models, isvcs, classes = maps
-    if isinstance(obj, ServingRuntime):
-        runtimes[key] = obj
-    elif isinstance(obj, BaseModel):
-        models[key] = obj
-    elif isinstance(obj, InferenceService):
-        isvcs[key] = obj
-    else:
-        classes[key] = obj
-
-
-def _pop(maps: _Maps, key: Key) -> CatalogObject | None:
-    for mapping in maps:
-        found: CatalogObject | None = mapping.pop(key, None)
-        if found is not None:
-            return found
-    return None
+# which of a catalog's mappings holds each kind
+_MAP_OF = {
+    **dict.fromkeys(RUNTIME_KINDS, 0),
+    **dict.fromkeys(MODEL_KINDS, 1),
+    ISVC_KIND: 2,
+    ACCELERATOR_CLASS_KIND: 3,
+}
 
 
 @dataclass(frozen=True)
@@ -91,11 +88,12 @@ class Catalog:
 
     @staticmethod
     def of(objects: Iterable[CatalogObject], revision: str = "") -> Catalog:
-        maps: _Maps = ({}, {}, {}, {})
+        maps: tuple[dict[Key, Any], ...] = ({}, {}, {}, {})
         for obj in objects:
-            _put(maps, key_of(obj), obj)
+            maps[_MAP_OF[obj.kind]][key_of(obj)] = obj
         total = sum(_object_hash(o) for m in maps for o in m.values()) % (1 << _REVISION_BITS)
-        return Catalog(revision or _revision(total), *maps, total=total)
+        runtimes, models, isvcs, classes = maps
+        return Catalog(revision or _revision(total), runtimes, models, isvcs, classes, total)
 
     def objects(self) -> list[CatalogObject]:
         return [
@@ -119,35 +117,43 @@ class Catalog:
 
     def changed(self, upserts: Iterable[CatalogObject] = (), deletes: Iterable[Key] = ()) -> Catalog:
         """This catalog with ``upserts`` added or replaced and ``deletes`` removed; it costs
-        the changed objects (and a copy of the mappings), not a pass over every object."""
-        maps: _Maps = (
-            dict(self.runtimes),
-            dict(self.models),
-            dict(self.inference_services),
-            dict(self.accelerator_classes),
-        )
+        the changed objects, not a pass over (or a copy of) every object (policyd.catalog.layered)."""
+        maps = self._maps()
+        edits: tuple[dict[Key, Any], ...] = ({}, {}, {}, {})
         changes: dict[Key, CatalogObject | None] = {}
         total = self.total
+
+        def current(i: int, key: Key) -> CatalogObject | None:
+            found: CatalogObject | None = edits[i][key] if key in edits[i] else maps[i].get(key)
+            return found
+
         for key in deletes:
-            old = _pop(maps, key)
-            if old is not None:
+            i = _MAP_OF.get(key[0])
+            old = current(i, key) if i is not None else None
+            if i is not None and old is not None:
                 total -= _object_hash(old)
+                edits[i][key] = None
                 changes[key] = None
         for obj in upserts:
             key = key_of(obj)
-            old = _pop(maps, key)
+            i = _MAP_OF[obj.kind]
+            old = current(i, key)
             if old is not None:
                 total -= _object_hash(old)
             total += _object_hash(obj)
-            _put(maps, key, obj)
+            edits[i][key] = obj
             changes[key] = obj
         total %= 1 << _REVISION_BITS
-        out = Catalog(_revision(total), *maps, total=total)
+        runtimes, models, isvcs, classes = (layered(m).changed(e) for m, e in zip(maps, edits, strict=True))
+        out = Catalog(_revision(total), runtimes, models, isvcs, classes, total)
         for name, value in list(self._derived.items()):
             carried = value.derive(out, changes)
             if carried is not None:
                 out._derived[name] = carried
         return out
+
+    def _maps(self) -> tuple[Mapping[Key, Any], ...]:
+        return (self.runtimes, self.models, self.inference_services, self.accelerator_classes)
 
     def overlay(self, objects: list[CatalogObject], isolated: bool) -> Catalog:
         """This catalog with ``objects`` added or replaced (or only ``objects`` when isolated), for one request."""
