@@ -181,12 +181,15 @@ class Catalog:
             value = self._derived[name] = build(self)
         return value
 
-    def in_scope(self, namespace: str) -> list[ServingRuntime]:
+    def in_scope(self, namespace: str) -> tuple[ServingRuntime, ...]:
         """The runtimes an InferenceService in ``namespace`` may use: its namespace's
-        ServingRuntimes, then every ClusterServingRuntime, each by name."""
-        namespaced = self._by_name("ServingRuntime", namespace)
-        cluster = self._by_name("ClusterServingRuntime", "")
-        return [*namespaced.runtimes, *cluster.runtimes]
+        ServingRuntimes, then every ClusterServingRuntime, each by name. The same object for
+        a namespace while the snapshot stands (what is kept per scope is found by it)."""
+        cluster = self._by_name("ClusterServingRuntime", "").runtimes
+        namespaced = self._by_name("ServingRuntime", namespace).runtimes
+        if not namespaced:
+            return cluster
+        return self.derived(("in scope", namespace), lambda c: _InScope((*namespaced, *cluster))).runtimes
 
     def _by_name(self, kind: str, namespace: str) -> _ByName:
         return self.derived(("by name", kind, namespace), lambda c: _ByName.of(c, kind, namespace))
@@ -200,24 +203,32 @@ def _name(runtime: ServingRuntime) -> str:
 
 
 @dataclass(frozen=True)
+class _InScope:
+    runtimes: tuple[ServingRuntime, ...]
+
+    def derive(self, catalog: Catalog, changes: Changes) -> None:
+        """Not carried over: made again from the changed snapshot's runtimes by name."""
+        return None
+
+
+@dataclass(frozen=True)
 class _ByName:
     """The runtimes of one kind in one namespace, by name."""
 
     kind: str
     namespace: str
-    runtimes: list[ServingRuntime]
+    runtimes: tuple[ServingRuntime, ...]
 
     @staticmethod
     def of(catalog: Catalog, kind: str, namespace: str) -> _ByName:
         found = [r for (k, ns, _), r in catalog.runtimes.items() if k == kind and ns == namespace]
-        return _ByName(kind, namespace, sorted(found, key=_name))
+        return _ByName(kind, namespace, tuple(sorted(found, key=_name)))
 
     def derive(self, catalog: Catalog, changes: Changes) -> _ByName:
-        runtimes = self.runtimes
         mine = [k for k in changes if k[0] == self.kind and k[1] == self.namespace]
         if not mine:
             return self
-        runtimes = list(runtimes)
+        runtimes = list(self.runtimes)
         for key in mine:
             at = bisect.bisect_left(runtimes, key[2], key=_name)
             if at < len(runtimes) and runtimes[at].meta.name == key[2]:
@@ -225,4 +236,4 @@ class _ByName:
             new = changes[key]
             if isinstance(new, ServingRuntime):
                 runtimes.insert(bisect.bisect_left(runtimes, key[2], key=_name), new)
-        return _ByName(self.kind, self.namespace, runtimes)
+        return _ByName(self.kind, self.namespace, tuple(runtimes))

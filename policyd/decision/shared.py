@@ -9,6 +9,10 @@ test, and those their reasons print. On the request's side, the same goes for th
 rules test or print, the model, and the InferenceService but for its name and namespace (which
 count only as those facts).
 
+A metadata fact that rules only print (the runtime's name, in a reason) keys a verdict only
+when one of its checks or advisories prints it: a shape is judged once, and its runtimes are
+told apart by those facts only when its verdict turns out to be one that names them.
+
 Verdicts are kept per request key for the life of the rules revision, the least recently used
 request keys going first past a bound. A kept verdict holds what answers read of it (its
 reasons, worked out, and its checks' effects and kinds), not the fact records it was judged
@@ -20,17 +24,18 @@ and making a verdict keepable costs about as much again as judging it.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Any, cast
 
 from policyd.facts.derive import Record, Subject, intrinsic_facts
 from policyd.facts.fields import ENTRY, FIELDS, MODEL, REQUEST, RUNTIME
-from policyd.policy.model import Policy
+from policyd.policy.model import Group, Policy, Rule
 from policyd.policy.templates import placeholders
 from policyd.resources.objects import ServingRuntime
 
@@ -50,21 +55,43 @@ class Shared:
         self.wire: Any = None
 
 
-def fields_that_matter(policy: Policy) -> frozenset[str]:
-    """The fields runtime and entry rules test, and those their verdicts' reasons print."""
+def _rule_prints(rule: Rule) -> set[str]:
     found: set[str] = set()
-    for rule in policy.rules:
-        if rule.applies_to in (RUNTIME, ENTRY):
-            found |= rule.fields
-            for template in (rule.reason, rule.component, rule.model_value, rule.runtime_value):
-                found.update(placeholders(template))
+    for template in (rule.reason, rule.component, rule.model_value, rule.runtime_value):
+        found.update(placeholders(template))
+    return found
+
+
+def _group_prints(group: Group, rules: Sequence[Rule]) -> set[str]:
+    """What a group's reason prints: its own templates, and its rules' reasons it combines."""
+    found = set(placeholders(group.component))
+    if group.entries is not None:
+        found.update(placeholders(group.entries.reason))
+        found.update(placeholders(group.entries.empty))
+    for rule in rules:
+        if rule.group == group.id:
+            found |= _rule_prints(rule)
+    return found
+
+
+@dataclass(frozen=True)
+class Matter:
+    """The facts runtime and entry rules test, those their verdicts' reasons print, and what
+    each rule's or group's reasons print (by its id)."""
+
+    tested: frozenset[str]
+    printed: frozenset[str]
+    prints: Mapping[str, frozenset[str]]
+
+
+def fields_that_matter(policy: Policy) -> Matter:
+    judged = [r for r in policy.rules if r.applies_to in (RUNTIME, ENTRY)]
+    prints = {r.id: frozenset(_rule_prints(r) & FIELDS.keys()) for r in judged}
     for group in policy.groups:
         if group.applies_to in (RUNTIME, ENTRY):
-            found.update(placeholders(group.component))
-            if group.entries is not None:
-                found.update(placeholders(group.entries.reason))
-                found.update(placeholders(group.entries.empty))
-    return frozenset(f for f in found if f in FIELDS)
+            prints[group.id] = frozenset(_group_prints(group, judged) & FIELDS.keys())
+    tested = frozenset(f for r in judged for f in r.fields if f in FIELDS)
+    return Matter(tested, frozenset().union(*prints.values()), prints)
 
 
 _digest = attrgetter("digest")
@@ -85,16 +112,28 @@ def _kept(verdict: RuntimeVerdict) -> RuntimeVerdict:
 
 
 class SharedVerdicts:
-    """The verdicts of one rules revision, by request key and runtime shape."""
+    """The verdicts of one rules revision, by request key and runtime key: the runtime's shape
+    and the facts that matter of its own, then those of them its verdicts print only. A runtime
+    key is a number standing for those (hashing it is what a large scope does most)."""
 
     def __init__(self, policy: Policy, kept: int = KEPT_VERDICTS) -> None:
         matter = fields_that_matter(policy)
-        self.request_fields = sorted(f for f in matter if FIELDS[f].scope in (REQUEST, MODEL))
-        self.runtime_fields = sorted(f for f in matter if FIELDS[f].scope == RUNTIME and not FIELDS[f].relational)
+        own = {f for f, spec in FIELDS.items() if spec.scope == RUNTIME and not spec.relational}
+        self.request_fields = sorted(f for f in matter.tested | matter.printed if FIELDS[f].scope in (REQUEST, MODEL))
+        self.runtime_fields = sorted(matter.tested & own)
+        printed_only = (matter.printed - matter.tested) & own
+        self._prints = {i: printed & printed_only for i, printed in matter.prints.items() if printed & printed_only}
+        # by shape: the printed-only facts some verdict of that shape printed
+        self._printing: dict[Key, tuple[str, ...]] = {}
         self._kept = kept
-        self._by_request: OrderedDict[Key, dict[Key, RuntimeVerdict]] = OrderedDict()
+        self._by_request: OrderedDict[Key, dict[int, RuntimeVerdict]] = OrderedDict()
         self._count = 0
-        self._shapes: dict[str, Key] = {}
+        self._numbers: dict[Key, int] = {}
+        self._numbering = itertools.count()  # next() is atomic: callers number keys unlocked
+        self._keys: dict[str, int] = {}  # by runtime digest
+        # the keys of the last scopes asked about (a catalog's scopes are the same objects
+        # while it stands), with the key table they were read from
+        self._scopes: OrderedDict[int, tuple[Sequence[ServingRuntime], dict[str, int], list[int]]] = OrderedDict()
         self._lock = threading.Lock()
 
     def request_key(self, subject: Subject, base: Record, named: bool) -> Key:
@@ -109,42 +148,104 @@ class SharedVerdicts:
         model = subject.model.digest if subject.model else ""
         return (model, isvc, named, tuple(_plain(base[f]) for f in self.request_fields))
 
-    def shape_key(self, runtime: ServingRuntime) -> Key:
-        key = self._shapes.get(runtime.digest)
+    def _shape(self, runtime: ServingRuntime) -> Key:
+        own = intrinsic_facts(runtime)
+        return (runtime.shape, tuple(_plain(own[f]) for f in self.runtime_fields))
+
+    def runtime_key(self, runtime: ServingRuntime) -> int:
+        keys = self._keys
+        key = keys.get(runtime.digest)
         if key is None:
+            shape = self._shape(runtime)
             own = intrinsic_facts(runtime)
-            key = (runtime.shape, tuple(_plain(own[f]) for f in self.runtime_fields))
-            if len(self._shapes) >= 4 * self._kept:
-                self._shapes.clear()
-            self._shapes[runtime.digest] = key
+            full = (*shape, tuple(_plain(own[f]) for f in self._printing.get(shape, ())))
+            key = self._numbers.get(full)
+            if key is None:
+                key = self._numbers.setdefault(full, next(self._numbering))
+            if len(keys) >= 4 * self._kept:
+                keys.clear()
+                self._numbers.clear()
+            keys[runtime.digest] = key
         return key
 
+    def _printed_only(self, verdict: RuntimeVerdict) -> set[str]:
+        """The facts the verdict prints that no rule tests (a runtime's name, say)."""
+        prints = self._prints
+        if not prints:
+            return set()
+        ids = [c.rule.id if c.rule else c.group.id if c.group else "" for c in verdict.checks]
+        ids += [a.rule_id for a in verdict.advisories]
+        return set().union(*(prints.get(i, ()) for i in ids))
+
     def verdicts(self, request: Key, runtimes: Sequence[ServingRuntime], judge: Judge) -> list[RuntimeVerdict]:
-        """A verdict for each runtime, in order: one verdict for all the runtimes of a shape (so
-        its ``runtime`` is one of them); ``judge`` judges the shapes not seen yet."""
+        """A verdict for each runtime, in order: one verdict for all the runtimes of a key (so
+        its ``runtime`` is one of them); ``judge`` judges the keys not seen yet."""
         with self._lock:
             known = self._by_request.get(request)
             if known is not None:
                 self._by_request.move_to_end(request)
         known = known or {}
-        shapes = self._shapes
-        found = list(map(shapes.get, map(_digest, runtimes)))
-        if None in found:
-            found = [k or self.shape_key(r) for k, r in zip(found, runtimes, strict=True)]
-        keys = cast(list[Key], found)
+        printing = self._printing
+        keys = self._runtime_keys(runtimes)
         missing = set(keys).difference(known)
         if not missing:
             return list(map(known.__getitem__, keys))
-        todo = {k: r for k, r in zip(keys, runtimes, strict=True) if k in missing}
-        judged = judge(list(todo.values()))
-        if len(todo) > self._kept // 4:
-            fresh = dict(zip(todo, judged, strict=True))
-        else:
-            fresh = {k: _kept(v) for k, v in zip(todo, judged, strict=True)}
-            self._keep(request, fresh)
-        return [fresh.get(k) or known[k] for k in keys]
+        fresh = self._judged(keys, runtimes, missing, judge)
+        # runtimes of one shape told apart by what their verdicts print (the keys of this call
+        # may be older than what another call learnt meanwhile)
+        if self._learn(fresh.values()) or self._printing is not printing:
+            fresh = {self.runtime_key(v.runtime): v for v in fresh.values()}
+            keys = self._runtime_keys(runtimes)
+            fresh.update(self._judged(keys, runtimes, set(keys).difference(known, fresh), judge))
+        if len(fresh) > self._kept // 4:
+            return [fresh.get(k) or known[k] for k in keys]
+        kept = {k: _kept(v) for k, v in fresh.items()}
+        self._keep(request, kept)
+        return [kept.get(k) or known[k] for k in keys]
 
-    def _keep(self, request: Key, fresh: dict[Key, RuntimeVerdict]) -> None:
+    _SCOPES = 16
+
+    def _runtime_keys(self, runtimes: Sequence[ServingRuntime]) -> list[int]:
+        table = self._keys
+        seen = self._scopes.get(id(runtimes))
+        if seen is not None and seen[0] is runtimes and seen[1] is table:
+            return seen[2]
+        found = list(map(table.get, map(_digest, runtimes)))
+        if None in found:
+            found = [self.runtime_key(r) if k is None else k for k, r in zip(found, runtimes, strict=True)]
+        keys = cast(list[int], found)
+        if len(runtimes) > self._SCOPES * 4:  # worth keeping: a scope, not a few candidates
+            with self._lock:
+                self._scopes[id(runtimes)] = (runtimes, table, keys)
+                while len(self._scopes) > self._SCOPES:
+                    self._scopes.popitem(last=False)
+        return keys
+
+    def _learn(self, verdicts: Iterable[RuntimeVerdict]) -> bool:
+        """Note the printed-only facts each verdict prints by its shape; whether any is new."""
+        new: dict[Key, tuple[str, ...]] = {}
+        for verdict in verdicts:
+            printed = self._printed_only(verdict)
+            if printed:
+                shape = self._shape(verdict.runtime)
+                known = set(new.get(shape) or self._printing.get(shape, ()))
+                if not printed <= known:
+                    new[shape] = tuple(sorted(known | printed))
+        if not new:
+            return False
+        with self._lock:  # replaced, not changed: readers use them unlocked
+            self._printing = {**self._printing, **new}
+            self._keys = {}
+        return True
+
+    @staticmethod
+    def _judged(
+        keys: Sequence[int], runtimes: Sequence[ServingRuntime], missing: set[int], judge: Judge
+    ) -> dict[int, RuntimeVerdict]:
+        todo = {k: r for k, r in zip(keys, runtimes, strict=True) if k in missing}
+        return dict(zip(todo, judge(list(todo.values())), strict=True))
+
+    def _keep(self, request: Key, fresh: dict[int, RuntimeVerdict]) -> None:
         with self._lock:
             mine = self._by_request.setdefault(request, {})
             self._count += len(fresh.keys() - mine.keys())

@@ -30,7 +30,7 @@ def unpack(packed: bytes) -> Mapping[str, Any]:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Meta:
     name: str
     namespace: str = ""
@@ -38,7 +38,7 @@ class Meta:
     annotations: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VersionedName:
     name: str
     version: str = ""
@@ -49,20 +49,20 @@ class VersionedName:
     weight_set: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PipelineComponent:
     library: str | None = None
     type: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pipeline:
     class_name: str | None = None
     components: Mapping[str, PipelineComponent] = field(default_factory=dict)
     additional: Mapping[str, PipelineComponent] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BaseModel:
     kind: str
     meta: Meta
@@ -85,7 +85,7 @@ class BaseModel:
         return unpack(self.packed)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One supportedModelFormats entry."""
 
@@ -100,7 +100,7 @@ class Entry:
     accelerator_config: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SizeRange:
     min_text: str
     max_text: str
@@ -108,7 +108,7 @@ class SizeRange:
     max: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ServingRuntime:
     kind: str
     meta: Meta
@@ -136,13 +136,13 @@ class ServingRuntime:
         return unpack(self.packed)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelRef:
     name: str
     kind: str = "ClusterBaseModel"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RuntimeRef:
     name: str
     kind: str = "ClusterServingRuntime"
@@ -150,7 +150,7 @@ class RuntimeRef:
     revision: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InferenceService:
     meta: Meta
     model: ModelRef | None
@@ -167,7 +167,7 @@ class InferenceService:
     kind: str = ISVC_KIND
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AcceleratorClass:
     """An AcceleratorClass: only its name is read (which classes the catalog defines)."""
 

@@ -26,7 +26,7 @@ _DIGITS = frozenset("0123456789")
 MAX_VERSION_LENGTH = 256
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Version:
     text: str
     prefix: str

@@ -142,11 +142,11 @@ def _overlap(a: ServingRuntime, b: ServingRuntime) -> bool:
     return ra is None or rb is None or (ra.min <= rb.max and rb.min <= ra.max)
 
 
-def _scopes(catalog: Catalog) -> list[tuple[str, list[ServingRuntime], list[ServingRuntime]]]:
+def _scopes(catalog: Catalog) -> list[tuple[str, list[ServingRuntime], Sequence[ServingRuntime]]]:
     """(namespace, runtimes, the ones that may pair with them): the cluster runtimes among
     themselves, then each namespace's ServingRuntimes with each other and the cluster's."""
     cluster = [r for r in catalog.in_scope("") if not r.namespaced]
-    out = [("", cluster, cluster)]
+    out: list[tuple[str, list[ServingRuntime], Sequence[ServingRuntime]]] = [("", cluster, cluster)]
     for namespace in sorted({ns for kind, ns, _ in catalog.runtimes if kind == "ServingRuntime"}):
         scope = catalog.in_scope(namespace)
         out.append((namespace, [r for r in scope if r.namespaced], scope))
