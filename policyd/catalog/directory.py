@@ -175,30 +175,39 @@ def digest_of(text: str) -> str:
     return hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()
 
 
+Stamp = tuple[int, int, int, int]  # a file's mtime_ns, size, inode and device
+RACY_NS = 2_000_000_000  # a file changed this close to its reading may change again unseen in its stamp
+
+
 class ParseCache:
     """What texts parsed into, by their digest; kept in ``cache_dir`` (one file per catalog
-    directory) between runs when given. A damaged or foreign cache file is only a slower start."""
+    directory) between runs when given. A damaged or foreign cache file is only a slower start.
+
+    It also keeps the digest each file had at its stamp when read, so a start-up need not read
+    a file whose stamp is unchanged (as a running daemon does not). Only stamps of files that had
+    not changed for RACY_NS when read are kept: a file written within its clock's tick of its
+    reading could change again and keep its stamp (git's "racy" files)."""
 
     def __init__(self, cache_dir: Path | None, root: Path) -> None:
         name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
         self.path = cache_dir / f"catalog-{name}.pickle" if cache_dir is not None else None
         with no_collection():
-            self._known = self._read()
-        self._stored = set(self._known)
+            self._known, self._stamps = self._read()
+        self._stored = (set(self._known), dict(self._stamps))
 
-    def _read(self) -> dict[str, Parsed]:
+    def _read(self) -> tuple[dict[str, Parsed], dict[str, tuple[Stamp, str]]]:
         if self.path is None or not self.path.is_file():
-            return {}
+            return {}, {}
         try:
             with self.path.open("rb") as f:
                 stored = pickle.load(f)
         except Exception as err:  # anything unpickling can raise: the cache is only an optimisation
             log.warning("catalog parse cache unreadable", extra={"file": str(self.path), "error": str(err)})
-            return {}
+            return {}, {}
         if not isinstance(stored, dict) or stored.get("parser") != parser_digest():
-            return {}
-        files = stored.get("files")
-        return files if isinstance(files, dict) else {}
+            return {}, {}
+        files, stamps = stored.get("files"), stored.get("stamps")
+        return (files if isinstance(files, dict) else {}), (stamps if isinstance(stamps, dict) else {})
 
     def parse(self, texts: Sequence[str]) -> list[tuple[str, Parsed]]:
         """Each text's digest and what it parsed into."""
@@ -208,18 +217,37 @@ class ParseCache:
             self._known.update(zip(todo, _parse_all(list(todo.values())), strict=True))
         return [(d, self._known[d]) for d in digests]
 
-    def keep(self, live: set[str]) -> None:
-        """Forget what no file holds now, and store the rest when it changed."""
-        for digest in [d for d in self._known if d not in live]:
+    def by_stamp(self, path: Path, stamp: Stamp) -> tuple[str, Parsed] | None:
+        """The digest and parse of the file at ``path`` when it was read at this very stamp."""
+        seen = self._stamps.get(str(path))
+        if seen is None or seen[0] != stamp or seen[1] not in self._known:
+            return None
+        return seen[1], self._known[seen[1]]
+
+    def note(self, path: Path, stamp: Stamp, digest: str, read_at_ns: int) -> None:
+        """That the file at ``path`` held the text ``digest`` at ``stamp``, as read at ``read_at_ns``."""
+        if read_at_ns - stamp[0] > RACY_NS:
+            self._stamps[str(path)] = (stamp, digest)
+        else:
+            self._stamps.pop(str(path), None)
+
+    def keep(self, live: dict[Path, str]) -> None:
+        """Forget what no file holds now (``live``: each file's digest), and store the rest when it changed."""
+        digests = set(live.values())
+        for digest in [d for d in self._known if d not in digests]:
             del self._known[digest]
-        if self.path is None or set(self._known) == self._stored:
+        paths = {str(p) for p in live}
+        for path in [p for p in self._stamps if p not in paths]:
+            del self._stamps[path]
+        if self.path is None or (set(self._known), self._stamps) == self._stored:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=self.path.parent, prefix=".catalog-", delete=False) as f:
-                pickle.dump({"parser": parser_digest(), "files": self._known}, f, protocol=pickle.HIGHEST_PROTOCOL)
+                stored = {"parser": parser_digest(), "files": self._known, "stamps": self._stamps}
+                pickle.dump(stored, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(f.name, self.path)
-            self._stored = set(self._known)
+            self._stored = (set(self._known), dict(self._stamps))
         except OSError as err:
             log.warning("catalog parse cache not written", extra={"file": str(self.path), "error": str(err)})
 
@@ -262,5 +290,5 @@ def load_directory(root: Path, cache_dir: Path | None = None) -> DirectoryLoad:
             out.extend(found.at(path))
         except InvalidInput as err:
             out.errors.append(str(err))
-    parse_cache.keep({digest for digest, _ in parsed})
+    parse_cache.keep({path: digest for (path, _), (digest, _) in zip(read, parsed, strict=True)})
     return out

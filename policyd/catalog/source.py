@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from policyd.catalog.directory import DirectoryLoad, ParseCache, read_text, walk
+from policyd.catalog.directory import DirectoryLoad, ParseCache, Parsed, Stamp, read_text, walk
 from policyd.errors import InvalidInput
 
 SETTLE_SECONDS = 0.5
-Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, device
+Signature = tuple[tuple[str, int, int], ...]  # each file's path, mtime_ns and size, by path
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,9 @@ class CatalogSource:
             if seen is not None and seen.stamp == before:
                 files[path] = seen
                 continue
+            if seen is None and (cached := self._parse_cache.by_stamp(path, before)) is not None:
+                self._take(path, before, *cached, files, out)
+                continue
             age = (now - before[0]) / 1e9
             if not first and age < self.settle:
                 out.retry_in = max(out.retry_in, self.settle - age)
@@ -94,16 +97,27 @@ class CatalogSource:
             read.append((path, before, text))
         parsed = self._parse_cache.parse([text for _, _, text in read])
         for (path, before, _), (digest, found) in zip(read, parsed, strict=True):
-            try:
-                files[path] = _File(before, found.at(path), digest)
-            except InvalidInput as err:
-                self._fault(path, err, files, out)
+            self._parse_cache.note(path, before, digest, now)
+            self._take(path, before, digest, found, files, out)
         for path in paths:  # in the walk's order, whatever was parsed
             if path in files:
                 out.load.extend(files[path].load)
         self._files = files
-        self._parse_cache.keep({f.digest for f in files.values()})
+        self._parse_cache.keep({p: f.digest for p, f in files.items()})
         return out
+
+    def signature(self) -> Signature:
+        """The files as the last load found them (what a watcher compares the directory with
+        once its watch is in place)."""
+        return tuple(sorted((str(p), f.stamp[0], f.stamp[1]) for p, f in self._files.items()))
+
+    def _take(
+        self, path: Path, stamp: Stamp, digest: str, found: Parsed, files: dict[Path, _File], out: SourceLoad
+    ) -> None:
+        try:
+            files[path] = _File(stamp, found.at(path), digest)
+        except InvalidInput as err:
+            self._fault(path, err, files, out)
 
     def _fault(self, path: Path, err: Exception, files: dict[Path, _File], out: SourceLoad) -> None:
         kept_note = "; its last good content keeps serving" if path in self._files else ""

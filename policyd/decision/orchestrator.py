@@ -127,6 +127,12 @@ def _shared_verdicts(revision: Revision) -> SharedVerdicts:
     return _of_revision(_shared, revision, lambda r: SharedVerdicts(r.policy))
 
 
+def retire(revision: Revision) -> None:
+    """Forget what decisions at ``revision`` memoised: nothing decides at it any more."""
+    _planners.pop(revision.id, None)
+    _shared.pop(revision.id, None)
+
+
 def prepare(revision: Revision, catalog: Catalog) -> None:
     """Build what decisions at this revision and catalog read before the first call needs it:
     the index of candidates and the cluster's runtimes by name (with the default namespace's)."""
@@ -461,9 +467,12 @@ def refusal_when_named(revision: Revision, runtime: ServingRuntime) -> Reason | 
 _NEUTRAL_RUNTIME = neutral_record(RUNTIME)
 
 
-def catalog_refusals(revision: Revision, runtime: ServingRuntime) -> list[Refusal]:
-    """What the policy refuses in a runtime itself (the catalog does not take it): its
-    runtime rules with effect refuse, which test the runtime alone."""
-    record = {**_NEUTRAL_RUNTIME, **intrinsic_facts(runtime)}
-    hits = revision.engine.fire(RUNTIME, [record])[0]
-    return [refusal(revision.policy, r, record) for r in hits if r.effect == "refuse"]
+def catalog_refusals(revision: Revision, runtimes: Sequence[ServingRuntime]) -> list[list[Refusal]]:
+    """What the policy refuses in each runtime itself (the catalog does not take it): its
+    runtime rules with effect refuse, which test the runtime alone. One batch for all."""
+    records = [{**_NEUTRAL_RUNTIME, **intrinsic_facts(runtime)} for runtime in runtimes]
+    fired = revision.engine.fire(RUNTIME, records)
+    return [
+        [refusal(revision.policy, r, record) for r in hits if r.effect == "refuse"]
+        for record, hits in zip(records, fired, strict=True)
+    ]

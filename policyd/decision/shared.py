@@ -27,6 +27,7 @@ import hashlib
 import itertools
 import json
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -111,6 +112,23 @@ def _kept(verdict: RuntimeVerdict) -> RuntimeVerdict:
     return kept
 
 
+def _content(verdict: RuntimeVerdict) -> Key:
+    """All a kept verdict says; not which runtime it was judged for (its runtimes read it as theirs)."""
+    checks = tuple(
+        (c.order, c.effect, c.kind, c.rule.id if c.rule else "", c.group.id if c.group else "") for c in verdict.checks
+    )
+    return (
+        checks,
+        verdict.score,
+        verdict.entry_index,
+        verdict.advisories,
+        verdict.size_distance,
+        verdict.entries_matching,
+        verdict.reason,
+        verdict.compat_reason,
+    )
+
+
 class SharedVerdicts:
     """The verdicts of one rules revision, by request key and runtime key: the runtime's shape
     and the facts that matter of its own, then those of them its verdicts print only. A runtime
@@ -129,6 +147,8 @@ class SharedVerdicts:
         self._by_request: OrderedDict[Key, dict[int, RuntimeVerdict]] = OrderedDict()
         self._count = 0
         self._numbers: dict[Key, int] = {}
+        # kept verdicts by what they say, while some request key holds them
+        self._distinct: weakref.WeakValueDictionary[Key, RuntimeVerdict] = weakref.WeakValueDictionary()
         self._numbering = itertools.count()  # next() is atomic: callers number keys unlocked
         self._keys: dict[str, int] = {}  # by runtime digest
         # the keys of the last scopes asked about (a catalog's scopes are the same objects
@@ -199,7 +219,7 @@ class SharedVerdicts:
             fresh.update(self._judged(keys, runtimes, set(keys).difference(known, fresh), judge))
         if len(fresh) > self._kept // 4:
             return [fresh.get(k) or known[k] for k in keys]
-        kept = {k: _kept(v) for k, v in fresh.items()}
+        kept = {k: self._distinct_kept(v) for k, v in fresh.items()}
         self._keep(request, kept)
         return [kept.get(k) or known[k] for k in keys]
 
@@ -244,6 +264,15 @@ class SharedVerdicts:
     ) -> dict[int, RuntimeVerdict]:
         todo = {k: r for k, r in zip(keys, runtimes, strict=True) if k in missing}
         return dict(zip(todo, judge(list(todo.values())), strict=True))
+
+    def _distinct_kept(self, verdict: RuntimeVerdict) -> RuntimeVerdict:
+        """The kept form of ``verdict``: one object for every verdict that says the same (the
+        same shape under requests that differ in what it does not read says the same)."""
+        content = _content(verdict)
+        found = self._distinct.get(content)
+        if found is None:
+            self._distinct[content] = found = _kept(verdict)
+        return found
 
     def _keep(self, request: Key, fresh: dict[int, RuntimeVerdict]) -> None:
         with self._lock:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from policyd.pickling import ByConstructor
 from policyd.semantics.versions import Version
 
 MODEL_KINDS = ("ClusterBaseModel", "BaseModel")
@@ -31,7 +32,7 @@ def unpack(packed: bytes) -> Mapping[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class Meta:
+class Meta(ByConstructor):
     name: str
     namespace: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -39,7 +40,7 @@ class Meta:
 
 
 @dataclass(frozen=True, slots=True)
-class VersionedName:
+class VersionedName(ByConstructor):
     name: str
     version: str = ""
     parsed: Version | None = None  # None when unset, or set to "" (which matches no version)
@@ -50,20 +51,20 @@ class VersionedName:
 
 
 @dataclass(frozen=True, slots=True)
-class PipelineComponent:
+class PipelineComponent(ByConstructor):
     library: str | None = None
     type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Pipeline:
+class Pipeline(ByConstructor):
     class_name: str | None = None
     components: Mapping[str, PipelineComponent] = field(default_factory=dict)
     additional: Mapping[str, PipelineComponent] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
-class BaseModel:
+class BaseModel(ByConstructor):
     kind: str
     meta: Meta
     format: VersionedName | None
@@ -86,7 +87,7 @@ class BaseModel:
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(ByConstructor):
     """One supportedModelFormats entry."""
 
     index: int
@@ -101,7 +102,7 @@ class Entry:
 
 
 @dataclass(frozen=True, slots=True)
-class SizeRange:
+class SizeRange(ByConstructor):
     min_text: str
     max_text: str
     min: float
@@ -109,7 +110,7 @@ class SizeRange:
 
 
 @dataclass(frozen=True, slots=True)
-class ServingRuntime:
+class ServingRuntime(ByConstructor):
     kind: str
     meta: Meta
     entries: tuple[Entry, ...]
@@ -137,13 +138,13 @@ class ServingRuntime:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelRef:
+class ModelRef(ByConstructor):
     name: str
     kind: str = "ClusterBaseModel"
 
 
 @dataclass(frozen=True, slots=True)
-class RuntimeRef:
+class RuntimeRef(ByConstructor):
     name: str
     kind: str = "ClusterServingRuntime"
     auto_sync: bool = True
@@ -151,7 +152,7 @@ class RuntimeRef:
 
 
 @dataclass(frozen=True, slots=True)
-class InferenceService:
+class InferenceService(ByConstructor):
     meta: Meta
     model: ModelRef | None
     runtime: RuntimeRef | None
@@ -168,7 +169,7 @@ class InferenceService:
 
 
 @dataclass(frozen=True, slots=True)
-class AcceleratorClass:
+class AcceleratorClass(ByConstructor):
     """An AcceleratorClass: only its name is read (which classes the catalog defines)."""
 
     meta: Meta

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from policyd.errors import InvalidInput
+from policyd.pickling import ByConstructor
 
 OPERATORS = ("Equal", "GreaterThan", "GreaterThanOrEqual")
 DEFAULT_OPERATOR = "Equal"
@@ -27,7 +28,7 @@ MAX_VERSION_LENGTH = 256
 
 
 @dataclass(frozen=True, slots=True)
-class Version:
+class Version(ByConstructor):
     text: str
     prefix: str
     major: int

@@ -343,7 +343,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     watchers = [Watcher(args.rules, False, args.watch_interval, state.reload_rules)]
     if args.catalog is not None:
-        watchers.append(Watcher(args.catalog, True, max(args.watch_interval, 1.0), state.reload_catalog))
+        interval = max(args.watch_interval, 1.0)
+        watchers.append(Watcher(args.catalog, True, interval, state.reload_catalog, state.catalog_signature()))
     for w in watchers:
         w.start()
     log.info(

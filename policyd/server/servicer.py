@@ -285,10 +285,11 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self, request: pb.ApplyObjectsRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
     ) -> pb.ApplyObjectsResponse:
         objects = [catalog_object(o, f"objects[{i}]", fields) for i, o in enumerate(request.objects)]
-        for i, obj in enumerate(objects):
-            if isinstance(obj, ServingRuntime):
-                for refusal in decide.catalog_refusals(revision, obj):
-                    raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
+        runtimes = [(i, obj) for i, obj in enumerate(objects) if isinstance(obj, ServingRuntime)]
+        refused = decide.catalog_refusals(revision, [obj for _, obj in runtimes])
+        for (i, _), refusals in zip(runtimes, refused, strict=True):
+            for refusal in refusals:
+                raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
         updated, changes = self.state.replace(objects) if request.replace else self.state.apply(objects)
         return pb.ApplyObjectsResponse(
             catalog_revision=updated.revision,

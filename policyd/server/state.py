@@ -16,8 +16,8 @@ from typing import Any
 
 from policyd.catalog.directory import DirectoryLoad, no_collection
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
-from policyd.catalog.source import CatalogSource
-from policyd.decision.orchestrator import catalog_refusals, prepare
+from policyd.catalog.source import CatalogSource, Signature
+from policyd.decision.orchestrator import catalog_refusals, prepare, retire
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
@@ -102,6 +102,12 @@ class DecisionCache:
                 self._bytes -= self._items.popitem(last=False)[1][1]
 
 
+def _close(revision: Revision) -> None:
+    """Free a revision nothing decides at any more: its engine and what its decisions memoised."""
+    revision.engine.close()
+    retire(revision)
+
+
 class ServingState:
     def __init__(
         self,
@@ -131,7 +137,7 @@ class ServingState:
             self.last_attempt = ReloadAttempt(
                 self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line
             )
-        self._leases: Leases[Revision] = Leases(lambda old: old.engine.close())
+        self._leases: Leases[Revision] = Leases(_close)
         self.catalog_errors: list[str] = []  # the faults, then the refused manifests
         self.catalog_faults: list[str] = []  # files (or the directory) whose last good content serves
         self.on_catalog: Callable[[], None] = lambda: None  # after each directory load (metrics)
@@ -162,6 +168,10 @@ class ServingState:
         self.last_attempt = attempt
         self._on_reload(attempt)
         return attempt
+
+    def catalog_signature(self) -> Signature:
+        """The catalog directory's files as its last load found them."""
+        return self._source.signature() if self._source is not None else ()
 
     @property
     def catalog(self) -> Catalog:
@@ -218,13 +228,15 @@ class ServingState:
         for fault in faults:
             log.error("catalog fault; the last good content keeps serving", extra={"error": fault})
         errors, accepted = list(loaded.errors), []
+        runtimes = [o for o in loaded.objects if isinstance(o, ServingRuntime)]
         with self.hold_revision() as revision:
-            for obj in loaded.objects:
-                # What the webhook would refuse in a runtime never enters the catalog.
-                refusals = catalog_refusals(revision, obj) if isinstance(obj, ServingRuntime) else []
-                errors.extend(f"{obj.kind}/{obj.meta.name}: {r.field}: {r.message}" for r in refusals)
-                if not refusals:
-                    accepted.append(obj)
+            # What the webhook would refuse in a runtime never enters the catalog.
+            refused = dict(zip(map(id, runtimes), catalog_refusals(revision, runtimes), strict=True))
+        for obj in loaded.objects:
+            refusals = refused.get(id(obj), [])
+            errors.extend(f"{obj.kind}/{obj.meta.name}: {r.field}: {r.message}" for r in refusals)
+            if not refusals:
+                accepted.append(obj)
         for error in errors:
             log.warning("catalog manifest refused", extra={"error": error})
         for warning in loaded.warnings:

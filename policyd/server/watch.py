@@ -13,11 +13,9 @@ from pathlib import Path
 import watchfiles
 
 from policyd.catalog.directory import walk
+from policyd.catalog.source import Signature
 
 log = logging.getLogger("policyd.watch")
-
-
-Signature = tuple[tuple[str, int, int], ...]
 
 
 def signature(root: Path, recursive: bool) -> Signature:
@@ -43,21 +41,31 @@ def signature(root: Path, recursive: bool) -> Signature:
 
 class Watcher(threading.Thread):
     """Calls ``on_change`` whenever files in the directory change (added, modified, removed),
-    once per burst of changes: changes within ``interval`` seconds are taken together."""
+    once per burst of changes: changes within ``interval`` seconds are taken together. ``seen``
+    is the directory as its reader last found it, when the reader knows (a catalog of 20,000
+    files takes most of a second to look at again); otherwise it is looked at here."""
 
-    def __init__(self, root: Path, recursive: bool, interval: float, on_change: Callable[[], object]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        recursive: bool,
+        interval: float,
+        on_change: Callable[[], object],
+        seen: Signature | None = None,
+    ) -> None:
         super().__init__(name=f"watch:{root}", daemon=True)
         self.root, self.recursive, self.interval, self.on_change = root, recursive, interval, on_change
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._existed = root.is_dir()
-        self._seen: Signature | None = signature(root, recursive)  # until the watch is in place
+        # until the watch is in place
+        self._seen: Signature | None = signature(root, recursive) if seen is None else seen
 
     def run(self) -> None:
         existed = self._existed
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             if not self.root.is_dir():
                 # nothing to watch yet (or any more): look again until it is there
-                self._stop.wait(self.interval)
+                self._stopping.wait(self.interval)
                 existed = False
                 continue
             if not existed:
@@ -67,7 +75,7 @@ class Watcher(threading.Thread):
                 self._watch()
             except (FileNotFoundError, OSError, RuntimeError) as err:
                 log.warning("watch interrupted", extra={"directory": str(self.root), "error": str(err)})
-                self._stop.wait(self.interval)
+                self._stopping.wait(self.interval)
 
     def _watch(self) -> None:
         step = max(10, int(self.interval * 1000))
@@ -76,7 +84,7 @@ class Watcher(threading.Thread):
             watch_filter=None,
             debounce=step,
             step=min(step, 50),
-            stop_event=self._stop,
+            stop_event=self._stopping,
             recursive=self.recursive,
             rust_timeout=200,
             yield_on_timeout=True,
@@ -100,4 +108,4 @@ class Watcher(threading.Thread):
             log.exception("reload failed", extra={"directory": str(self.root)})
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()

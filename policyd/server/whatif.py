@@ -150,7 +150,8 @@ class WhatIf:
 
 def _refused(objects: Sequence[CatalogObject], revision: Revision) -> None:
     """What ApplyObjects would refuse is refused here too: a runtime the policy refuses in itself."""
-    for i, obj in enumerate(objects):
-        if isinstance(obj, ServingRuntime):
-            for refusal in orchestrator.catalog_refusals(revision, obj):
-                raise InvalidInput(f"apply[{i}].{refusal.field}", refusal.message)
+    runtimes = [(i, obj) for i, obj in enumerate(objects) if isinstance(obj, ServingRuntime)]
+    refused = orchestrator.catalog_refusals(revision, [obj for _, obj in runtimes])
+    for (i, _), refusals in zip(runtimes, refused, strict=True):
+        for refusal in refusals:
+            raise InvalidInput(f"apply[{i}].{refusal.field}", refusal.message)
