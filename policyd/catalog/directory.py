@@ -27,6 +27,7 @@ from pathlib import Path
 from policyd import textfiles
 from policyd.catalog.snapshot import CatalogObject, Key, key_of
 from policyd.errors import InvalidInput
+from policyd.pickling import ByConstructor
 from policyd.resources.manifests import is_ome_object, load_yaml, parse_object
 from policyd.resources.schema import unknown_fields
 
@@ -114,24 +115,31 @@ def parse_documents(path: str, docs: list[object]) -> DirectoryLoad:
     return out
 
 
-@dataclass(frozen=True)
-class Parsed:
-    """What one file's text parsed into, its path left out (one content may sit in several files)."""
+@dataclass(frozen=True, slots=True)
+class Parsed(ByConstructor):
+    """What one file's text parsed into, its path left out (one content may sit in several
+    files): tuples, as a catalog keeps one for each of its files."""
 
-    load: DirectoryLoad  # messages and files name _PATH
+    objects: tuple[CatalogObject, ...] = ()
+    errors: tuple[str, ...] = ()  # naming _PATH
+    warnings: tuple[str, ...] = ()  # naming _PATH
     refused: str | None = None  # why the text as a whole does not parse
 
-    def at(self, path: Path) -> DirectoryLoad:
-        """The load of the file at ``path``; InvalidInput naming it when the text does not parse
-        as a whole (then the field: ``x.yaml: spec.x: …``)."""
+    def check(self, path: Path | str) -> None:
+        """InvalidInput naming the file at ``path`` when the text does not parse as a whole
+        (then the field: ``x.yaml: spec.x: …``)."""
         if self.refused is not None:
             raise InvalidInput(str(path), self.refused)
-        where, load = str(path), self.load
+
+    def at(self, path: Path | str) -> DirectoryLoad:
+        """The load of the file at ``path`` (InvalidInput as ``check``)."""
+        self.check(path)
+        where = str(path)
         return DirectoryLoad(
-            list(load.objects),
-            [e.replace(_PATH, where) for e in load.errors],
-            dict.fromkeys(load.files, where),
-            [w.replace(_PATH, where) for w in load.warnings],
+            list(self.objects),
+            [e.replace(_PATH, where) for e in self.errors],
+            {key_of(o): where for o in self.objects},
+            [w.replace(_PATH, where) for w in self.warnings],
         )
 
 
@@ -139,8 +147,9 @@ def parse_text(text: str) -> Parsed:
     try:
         docs = list(load_yaml(text, ""))
     except InvalidInput as err:
-        return Parsed(DirectoryLoad(), str(err))
-    return Parsed(parse_documents(_PATH, docs))
+        return Parsed(refused=str(err))
+    load = parse_documents(_PATH, docs)
+    return Parsed(tuple(load.objects), tuple(load.errors), tuple(load.warnings))
 
 
 def _parse_texts(texts: list[str]) -> list[Parsed]:
@@ -231,13 +240,13 @@ class ParseCache:
         else:
             self._stamps.pop(str(path), None)
 
-    def keep(self, live: dict[Path, str]) -> None:
-        """Forget what no file holds now (``live``: each file's digest), and store the rest when it changed."""
+    def keep(self, live: dict[str, str]) -> None:
+        """Forget what no file holds now (``live``: each file's digest, by its path), and store
+        the rest when it changed."""
         digests = set(live.values())
         for digest in [d for d in self._known if d not in digests]:
             del self._known[digest]
-        paths = {str(p) for p in live}
-        for path in [p for p in self._stamps if p not in paths]:
+        for path in [p for p in self._stamps if p not in live]:
             del self._stamps[path]
         if self.path is None or (set(self._known), self._stamps) == self._stored:
             return
@@ -290,5 +299,5 @@ def load_directory(root: Path, cache_dir: Path | None = None) -> DirectoryLoad:
             out.extend(found.at(path))
         except InvalidInput as err:
             out.errors.append(str(err))
-    parse_cache.keep({path: digest for (path, _), (digest, _) in zip(read, parsed, strict=True)})
+    parse_cache.keep({str(path): digest for (path, _), (digest, _) in zip(read, parsed, strict=True)})
     return out

@@ -24,10 +24,10 @@ SETTLE_SECONDS = 0.5
 Signature = tuple[tuple[str, int, int], ...]  # each file's path, mtime_ns and size, by path
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _File:
     stamp: Stamp
-    load: DirectoryLoad
+    parsed: Parsed  # what the parse cache holds for its text
     digest: str  # of the text it was parsed from
 
 
@@ -47,7 +47,7 @@ class CatalogSource:
     def __init__(self, root: Path, settle: float = SETTLE_SECONDS, parse_cache: Path | None = None) -> None:
         self.root = root
         self.settle = settle
-        self._files: dict[Path, _File] = {}
+        self._files: dict[str, _File] = {}  # by path (a path's text: its Path object is four times the size)
         self._loaded_once = False
         self._parse_cache = ParseCache(parse_cache, root)
 
@@ -57,17 +57,17 @@ class CatalogSource:
             if first:
                 return SourceLoad(DirectoryLoad(errors=[f"{self.root}: catalog directory does not exist"]))
             out = SourceLoad(DirectoryLoad())
-            for kept in self._files.values():
-                out.load.extend(kept.load)
+            for name, kept in self._files.items():
+                out.load.extend(kept.parsed.at(name))
             out.faults.append(f"{self.root}: the catalog directory is gone; its last good content keeps serving")
             return out
         paths, faults = walk(self.root)
         out = SourceLoad(DirectoryLoad(), faults)
         now = time.time_ns()
-        files: dict[Path, _File] = {}
+        files: dict[str, _File] = {}
         read: list[tuple[Path, Stamp, str]] = []  # to parse, together
         for path in paths:
-            seen = self._files.get(path)
+            seen = self._files.get(str(path))
             try:
                 before = _stamp(path)
             except OSError as err:
@@ -75,7 +75,7 @@ class CatalogSource:
                 self._keep(path, files)
                 continue
             if seen is not None and seen.stamp == before:
-                files[path] = seen
+                files[str(path)] = seen
                 continue
             if seen is None and (cached := self._parse_cache.by_stamp(path, before)) is not None:
                 self._take(path, before, *cached, files, out)
@@ -100,31 +100,33 @@ class CatalogSource:
             self._parse_cache.note(path, before, digest, now)
             self._take(path, before, digest, found, files, out)
         for path in paths:  # in the walk's order, whatever was parsed
-            if path in files:
-                out.load.extend(files[path].load)
+            if (name := str(path)) in files:
+                out.load.extend(files[name].parsed.at(name))
         self._files = files
-        self._parse_cache.keep({p: f.digest for p, f in files.items()})
+        self._parse_cache.keep({name: f.digest for name, f in files.items()})
         return out
 
     def signature(self) -> Signature:
         """The files as the last load found them (what a watcher compares the directory with
         once its watch is in place)."""
-        return tuple(sorted((str(p), f.stamp[0], f.stamp[1]) for p, f in self._files.items()))
+        return tuple(sorted((name, f.stamp[0], f.stamp[1]) for name, f in self._files.items()))
 
     def _take(
-        self, path: Path, stamp: Stamp, digest: str, found: Parsed, files: dict[Path, _File], out: SourceLoad
+        self, path: Path, stamp: Stamp, digest: str, found: Parsed, files: dict[str, _File], out: SourceLoad
     ) -> None:
         try:
-            files[path] = _File(stamp, found.at(path), digest)
+            found.check(path)
         except InvalidInput as err:
             self._fault(path, err, files, out)
+        else:
+            files[str(path)] = _File(stamp, found, digest)
 
-    def _fault(self, path: Path, err: Exception, files: dict[Path, _File], out: SourceLoad) -> None:
-        kept_note = "; its last good content keeps serving" if path in self._files else ""
+    def _fault(self, path: Path, err: Exception, files: dict[str, _File], out: SourceLoad) -> None:
+        kept_note = "; its last good content keeps serving" if str(path) in self._files else ""
         out.faults.append(f"{err}{kept_note}")
         self._keep(path, files)
 
-    def _keep(self, path: Path, files: dict[Path, _File]) -> None:
-        kept = self._files.get(path)
+    def _keep(self, path: Path, files: dict[str, _File]) -> None:
+        kept = self._files.get(str(path))
         if kept is not None:
-            files[path] = kept
+            files[str(path)] = kept

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Any, cast
 
 from policyd.facts.derive import Record, Subject, intrinsic_facts
@@ -40,9 +41,9 @@ from policyd.policy.model import Group, Policy, Rule
 from policyd.policy.templates import placeholders
 from policyd.resources.objects import ServingRuntime
 
-from .verdicts import RuntimeVerdict
+from .verdicts import Check, RuntimeVerdict
 
-KEPT_VERDICTS = 60_000  # across request keys: about 1.5 kB each
+KEPT_VERDICTS = 60_000  # across request keys; verdicts that say the same are one object
 Judge = Callable[[Sequence[ServingRuntime]], list[RuntimeVerdict]]
 Key = tuple[Any, ...]
 
@@ -102,23 +103,40 @@ def _plain(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _kept(verdict: RuntimeVerdict) -> RuntimeVerdict:
+_NO_RECORD: Mapping[str, Any] = MappingProxyType({})
+
+
+def _check_key(check: Check) -> Key:
+    return (
+        check.order,
+        check.effect,
+        check.kind,
+        check.rule.id if check.rule else "",
+        check.group.id if check.group else "",
+    )
+
+
+def _kept(verdict: RuntimeVerdict, checks: dict[Key, Check]) -> RuntimeVerdict:
     """The verdict without its fact records: its reasons worked out, its checks kept for their
-    order, effect and kind (a shared verdict is never asked for a named runtime's refusal)."""
+    order, effect and kind (a shared verdict is never asked for a named runtime's refusal),
+    each check one object (from ``checks``) for every verdict that fails it."""
     reason, compat = verdict.reason, verdict.compat_reason
-    checks = tuple(replace(c, record={}, entries=()) for c in verdict.checks)
-    kept = replace(verdict, record={}, checks=checks, shared=Shared())
+    kept_checks = []
+    for check in verdict.checks:
+        key = _check_key(check)
+        found = checks.get(key)
+        if found is None:
+            found = checks.setdefault(key, replace(check, record=_NO_RECORD, entries=()))
+        kept_checks.append(found)
+    kept = replace(verdict, record=_NO_RECORD, checks=tuple(kept_checks), shared=Shared())
     kept.__dict__.update(reason=reason, compat_reason=compat)  # the cached properties, as judged
     return kept
 
 
 def _content(verdict: RuntimeVerdict) -> Key:
     """All a kept verdict says; not which runtime it was judged for (its runtimes read it as theirs)."""
-    checks = tuple(
-        (c.order, c.effect, c.kind, c.rule.id if c.rule else "", c.group.id if c.group else "") for c in verdict.checks
-    )
     return (
-        checks,
+        tuple(map(_check_key, verdict.checks)),
         verdict.score,
         verdict.entry_index,
         verdict.advisories,
@@ -149,6 +167,7 @@ class SharedVerdicts:
         self._numbers: dict[Key, int] = {}
         # kept verdicts by what they say, while some request key holds them
         self._distinct: weakref.WeakValueDictionary[Key, RuntimeVerdict] = weakref.WeakValueDictionary()
+        self._checks: dict[Key, Check] = {}  # the kept checks, one per rule or group (and its order)
         self._numbering = itertools.count()  # next() is atomic: callers number keys unlocked
         self._keys: dict[str, int] = {}  # by runtime digest
         # the keys of the last scopes asked about (a catalog's scopes are the same objects
@@ -271,7 +290,7 @@ class SharedVerdicts:
         content = _content(verdict)
         found = self._distinct.get(content)
         if found is None:
-            self._distinct[content] = found = _kept(verdict)
+            self._distinct[content] = found = _kept(verdict, self._checks)
         return found
 
     def _keep(self, request: Key, fresh: dict[int, RuntimeVerdict]) -> None:

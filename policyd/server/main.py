@@ -274,6 +274,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     def on_reload(attempt: ReloadAttempt) -> None:
         _record_reload(attempt)
+        if attempt.ok:
+            settle_heap()  # what building and self-testing the revision dropped goes back
         if attempt.ok and kept is not None and holder:
             kept.keep_rules(holder[0].revision)
 
