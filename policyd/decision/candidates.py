@@ -18,9 +18,10 @@ candidates.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, Changes, Key
@@ -31,6 +32,7 @@ from policyd.policy.model import DECIDING, Policy, Scoring
 from policyd.resources.objects import RUNTIME_KINDS, ServingRuntime
 
 _PLANS_LIMIT = 10_000
+_planners = itertools.count()
 Constraints = dict[str, tuple[Constraint, ...]]
 
 
@@ -61,6 +63,7 @@ class Plan:
     nothing: bool  # some blocking rule fires whatever the runtime: no runtime is selectable
     no_entry: bool  # some deciding entry rule fires whatever the entry: no entry matches
     entryless_blocked: bool  # a runtime without entries fails a check
+    key: tuple[Any, ...] = ()  # its planner's number and the request facts it was made from: equal keys, equal plans
 
     def index_fields(self) -> list[tuple[str, str, frozenset[Any]]]:
         """(level, field, passing values) for each constraint whose passing values are finite."""
@@ -101,19 +104,20 @@ class Planner:
         self.indexed = frozenset(f for f in used if _indexable(f))
         self._plans: dict[tuple[Any, ...], Plan] = {}
         self._lock = threading.Lock()
+        self.number = next(_planners)  # revisions of one scoring share an index, not their plans
 
     def plan(self, base: Record) -> Plan:
         key = tuple(tuple(base[f]) if isinstance(base[f], list) else base[f] for f in self.bound)
         found = self._plans.get(key)
         if found is None:
-            found = self._make(base)
+            found = self._make(base, (self.number, *key))
             with self._lock:
                 if len(self._plans) >= _PLANS_LIMIT:
                     self._plans.clear()
                 self._plans[key] = found
         return found
 
-    def _make(self, base: Record) -> Plan:
+    def _make(self, base: Record, key: tuple[Any, ...]) -> Plan:
         bound = {f: base[f] for f in self.bound}
         runtime: dict[str, list[Constraint]] = {}
         nothing = False
@@ -141,6 +145,7 @@ class Planner:
             nothing=nothing,
             no_entry=no_entry,
             entryless_blocked=self.entryless_blocked,
+            key=key,
         )
 
 
@@ -159,6 +164,9 @@ class Index:
     entryless: Mapping[tuple[str, str], tuple[Key, ...]]  # runtimes without entries, by kind and namespace
     changed: Mapping[Key, ServingRuntime | None]
     size: int
+    # the candidates of each plan and namespace asked about: requests of one model and shape
+    # under other names ask again (bounded, emptied when full)
+    found: dict[tuple[Any, ...], tuple[ServingRuntime, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def build(catalog: Catalog, scoring: Scoring, fields: frozenset[str]) -> Index:
@@ -185,11 +193,23 @@ class Index:
             return None  # rebuilt on the next request: the buckets would mostly be skipped
         return Index(self.scoring, self.fields, self.buckets, self.entryless, changed, self.size)
 
-    def candidates(self, catalog: Catalog, namespace: str, plan: Plan) -> list[ServingRuntime] | None:
+    def candidates(self, catalog: Catalog, namespace: str, plan: Plan) -> tuple[ServingRuntime, ...] | None:
         """The runtimes in scope the plan admits, in the order of ``Catalog.in_scope``; None
         when no constraint narrows them (every runtime in scope is then a candidate)."""
         if plan.nothing:
-            return []
+            return ()
+        memo = (plan.key, namespace)
+        known = self.found.get(memo)
+        if known is not None:
+            return known
+        out = self._candidates(catalog, namespace, plan)
+        if out is not None:
+            if len(self.found) >= _PLANS_LIMIT:
+                self.found.clear()
+            self.found[memo] = out
+        return out
+
+    def _candidates(self, catalog: Catalog, namespace: str, plan: Plan) -> tuple[ServingRuntime, ...] | None:
         scopes = (("ServingRuntime", namespace), ("ClusterServingRuntime", ""))
         best: list[tuple[Key, ...]] | None = None
         best_size = -1
@@ -217,7 +237,7 @@ class Index:
             if runtime is not None and in_scope and plan.admits(runtime, self.scoring):
                 out.append(runtime)
         out.sort(key=lambda r: (r.kind != "ServingRuntime", r.meta.name))
-        return out
+        return tuple(out)
 
 
 def _add(

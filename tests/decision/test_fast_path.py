@@ -136,3 +136,33 @@ def test_fast_path_answers_every_request_as_the_plain_path(
                 differ.append(what)
         assert differ == [], f"the fast path differs from the plain path for {differ[:5]}"
     assert len(requests) > 300
+
+
+NO_LLAMA = """
+rules:
+  - id: no-llama
+    order: 105
+    applies_to: runtime
+    effect: exclude
+    kind: Advisory
+    when: {runtime_disabled: false, model_architecture: LlamaForCausalLM}
+    reason: Llama models are served elsewhere
+"""
+
+
+def test_rules_reloaded_over_one_catalog_choose_from_their_own_candidates(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A reload whose rules test the same fields shares the catalog's index, not its plans:
+    the stricter revision's candidates must not stand for the bundled one's."""
+    extra = tmp_path_factory.mktemp("extra") / "50-no-llama.yaml"
+    extra.write_text(NO_LLAMA)
+    strict, bundled = _rules(tmp_path_factory, extra), build_revision(RULES)
+    catalog = _catalog("OME catalog")
+    fast = PolicyServicer(None, DecisionLog(None), fast=True)  # type: ignore[arg-type]
+    plain = PolicyServicer(None, DecisionLog(None), fast=False)  # type: ignore[arg-type]
+    selects = [(what, r) for what, r in _requests() if isinstance(r, pb.SelectRequest)]
+    for revision in (strict, bundled, strict):
+        prepare(revision, catalog)
+        differ = [w for w, r in selects if _answer(fast, r, revision, catalog) != _answer(plain, r, revision, catalog)]
+        assert differ == [], f"the fast path differs from the plain path for {differ[:5]}"
