@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from policyd.catalog.snapshot import CatalogObject, Key, key_of
 from policyd.errors import InvalidInput
 from policyd.pickling import ByConstructor
 from policyd.resources.manifests import is_ome_object, load_yaml, parse_object
+from policyd.resources.objects import SPEC_FIELDS, ServingRuntime
 from policyd.resources.schema import unknown_fields
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -124,6 +125,19 @@ class Parsed(ByConstructor):
     errors: tuple[str, ...] = ()  # naming _PATH
     warnings: tuple[str, ...] = ()  # naming _PATH
     refused: str | None = None  # why the text as a whole does not parse
+
+    def sharing(self, shapes: dict[str, ServingRuntime]) -> Parsed:
+        """This parse, each runtime holding the spec's objects of the first runtime of its shape
+        in ``shapes`` (which it joins when first): runtimes of one shape parse into equal objects,
+        and a catalog of team copies and model families has many of a shape."""
+        objects = []
+        for obj in self.objects:
+            if isinstance(obj, ServingRuntime):
+                first = shapes.setdefault(obj.shape, obj)
+                if first is not obj:
+                    obj = replace(obj, **{name: getattr(first, name) for name in SPEC_FIELDS})
+            objects.append(obj)
+        return replace(self, objects=tuple(objects))
 
     def check(self, path: Path | str) -> None:
         """InvalidInput naming the file at ``path`` when the text does not parse as a whole
@@ -222,9 +236,16 @@ class ParseCache:
         """Each text's digest and what it parsed into."""
         digests = [digest_of(t) for t in texts]
         todo = {d: t for d, t in zip(digests, texts, strict=True) if d not in self._known}
-        with no_collection():
-            self._known.update(zip(todo, _parse_all(list(todo.values())), strict=True))
+        if todo:
+            with no_collection():
+                shapes = self._shapes()
+                fresh = [p.sharing(shapes) for p in _parse_all(list(todo.values()))]
+                self._known.update(zip(todo, fresh, strict=True))
         return [(d, self._known[d]) for d in digests]
+
+    def _shapes(self) -> dict[str, ServingRuntime]:
+        """A runtime of each shape the cache holds, whose spec's objects the others share."""
+        return {o.shape: o for p in self._known.values() for o in p.objects if isinstance(o, ServingRuntime)}
 
     def by_stamp(self, path: Path, stamp: Stamp) -> tuple[str, Parsed] | None:
         """The digest and parse of the file at ``path`` when it was read at this very stamp."""

@@ -137,6 +137,19 @@ class ServingRuntime(ByConstructor):
         return unpack(self.packed)
 
 
+# ServingRuntime's fields read from its spec alone: equal in every runtime of one shape
+SPEC_FIELDS = (
+    "entries",
+    "size_range",
+    "accelerator_classes",
+    "disabled",
+    "components",
+    "images",
+    "autoscaler_policy_ref",
+    "scaling_mode",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRef(ByConstructor):
     name: str

@@ -53,6 +53,7 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
         self._active = 0
         self._arrived = 0.0
         self._draining = False
+        self._gated: dict[str, tuple[Any, Any]] = {}  # by full method: (its handler, gated)
 
     def drain(self, grace: float) -> float:
         """Refuse new calls, and wait (up to ``grace`` seconds) for the ones let in; the grace left."""
@@ -68,8 +69,17 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: grpc.HandlerCallDetails) -> Any:
         handler = continuation(details)
-        service, _, method = details.method.lstrip("/").rpartition("/")
-        if handler is None or handler.unary_unary is None or service not in self.services:
+        if handler is None:
+            return handler
+        # one gated handler per method's handler: gRPC asks for it on every call
+        gated = self._gated.get(details.method)
+        if gated is None or gated[0] is not handler:
+            gated = self._gated[details.method] = (handler, self._gate(handler, details.method))
+        return gated[1]
+
+    def _gate(self, handler: Any, full_method: str) -> Any:
+        service, _, method = full_method.lstrip("/").rpartition("/")
+        if handler.unary_unary is None or service not in self.services:
             return handler
         inner = handler.unary_unary
 

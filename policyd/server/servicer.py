@@ -54,6 +54,18 @@ def object_change(change: Change) -> pb.ObjectChange:
     return pb.ObjectChange(key=object_key(change.key), action=change.action, overrides_file=change.file)
 
 
+class _RequestId:
+    """The call's x-request-id, or one made when first asked for."""
+
+    def __init__(self, given: str | None) -> None:
+        self._id = given
+
+    def __str__(self) -> str:
+        if self._id is None:
+            self._id = uuid.uuid4().hex[:16]
+        return self._id
+
+
 class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def __init__(self, state: ServingState, decisions: obs.DecisionLog, fast: bool = True) -> None:
         self.state = state
@@ -85,7 +97,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         started = time.perf_counter()
         catalog = self.state.catalog
         metadata = dict(context.invocation_metadata())
-        request_id = metadata.get("x-request-id") or uuid.uuid4().hex[:16]
+        # made only when something names it (the log, the decision log): a uuid is a syscall
+        request_id = _RequestId(metadata.get("x-request-id"))
         code = grpc.StatusCode.OK
         fields = FieldCheck()
         try:
@@ -100,15 +113,16 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 cached = self.state.cache.get(key) if keyed else None
                 if cached is not None:
                     obs.CACHE_HITS.inc()
-                    self._log_decision(key, request_id, cached[0], cached=True)
-                    context.set_trailing_metadata(warning_trailers(cached[1]))
+                    self._log_decision(key, str(request_id), cached[0], cached=True)
+                    if cached[1]:
+                        context.set_trailing_metadata(warning_trailers(cached[1]))
                     return cached[0]
                 response = handler(request, revision, catalog, fields)
             except InvalidInput as err:
                 code = grpc.StatusCode.INVALID_ARGUMENT
                 log.info(
                     "invalid argument",
-                    extra={"rpc": rpc, "request_id": request_id, "field": err.field, "error": err.message},
+                    extra={"rpc": rpc, "request_id": str(request_id), "field": err.field, "error": err.message},
                 )
                 status = invalid_argument(err, fields.warnings)
                 # what abort_with_status does, in two steps every ServicerContext has
@@ -119,13 +133,14 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 context.abort(code, "the call ran past its deadline (the client's, or --call-timeout)")
             except Exception:
                 code = grpc.StatusCode.INTERNAL
-                log.exception("internal error", extra={"rpc": rpc, "request_id": request_id})
+                log.exception("internal error", extra={"rpc": rpc, "request_id": str(request_id)})
                 context.abort(code, f"internal error; see the policyd log for request id {request_id}")
-            context.set_trailing_metadata(warning_trailers(fields.warnings))
+            if fields.warnings:
+                context.set_trailing_metadata(warning_trailers(fields.warnings))
             if keyed:
                 answer = response if isinstance(response, Encoded) else encode(response)
                 self.state.cache.put(key, answer, tuple(fields.warnings))
-                self._log_decision(key, request_id, answer, cached=False)
+                self._log_decision(key, str(request_id), answer, cached=False)
             return response
         finally:
             obs.CALLS.labels(rpc, code.name).inc()

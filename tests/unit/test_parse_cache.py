@@ -92,3 +92,15 @@ def test_a_damaged_cache_file_is_only_a_slower_start(tmp_path: Path, reads: list
     reads.clear()
     assert _names(root, cache) == ["a"]
     assert reads == [root / "a.json"]
+
+
+def test_runtimes_of_one_shape_share_what_their_spec_parsed_into(tmp_path: Path) -> None:
+    root = tmp_path / "catalog"
+    root.mkdir()
+    spec = {"supportedModelFormats": [{"modelFormat": {"name": "safetensors"}, "autoSelect": True}]}
+    for name in ("a", "b"):
+        doc = {"apiVersion": "ome.io/v1beta1", "kind": "ClusterServingRuntime", "metadata": {"name": name}}
+        _write(root / f"{name}.json", {**doc, "spec": spec}, age_s=60)
+    a, b = CatalogSource(root, parse_cache=tmp_path / "cache").load().load.objects
+    assert (a.meta.name, b.meta.name) == ("a", "b")
+    assert a.entries is b.entries and a.components is b.components  # type: ignore[union-attr]
