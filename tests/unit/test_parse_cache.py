@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testkit.llama import model_manifest
+from testkit.llama import llama_entry, model_manifest
 
 from policyd.catalog import source
 from policyd.catalog.directory import RACY_NS
@@ -97,7 +97,10 @@ def test_a_damaged_cache_file_is_only_a_slower_start(tmp_path: Path, reads: list
 def test_runtimes_of_one_shape_share_what_their_spec_parsed_into(tmp_path: Path) -> None:
     root = tmp_path / "catalog"
     root.mkdir()
-    spec = {"supportedModelFormats": [{"modelFormat": {"name": "safetensors"}, "autoSelect": True}]}
+    spec = {
+        "supportedModelFormats": [llama_entry()],
+        "engineConfig": {"runner": {"name": "engine", "image": "srt:v1"}},
+    }
     for name in ("a", "b"):
         doc = {"apiVersion": "ome.io/v1beta1", "kind": "ClusterServingRuntime", "metadata": {"name": name}}
         _write(root / f"{name}.json", {**doc, "spec": spec}, age_s=60)
