@@ -9,6 +9,7 @@ import copy
 import os
 import signal
 import socket
+import time
 
 import grpc
 from testkit.shared import RULES
@@ -83,6 +84,12 @@ def test_the_api_server_restarting_mid_run_is_ridden_out(world: World) -> None:
         assert controller.proc.poll() is None
 
 
+def _unchanged_for(world: World, names: tuple[str, ...], seconds: float) -> bool:
+    versions = [world.isvc(name)["metadata"]["resourceVersion"] for name in names]
+    time.sleep(seconds)
+    return versions == [world.isvc(name)["metadata"]["resourceVersion"] for name in names]
+
+
 def test_a_restarted_controller_rewrites_nothing(world: World) -> None:
     unsupported = copy.deepcopy(named_runtime())
     unsupported["spec"]["supportedModelFormats"][0]["modelArchitecture"] = "Qwen2ForCausalLM"
@@ -96,6 +103,10 @@ def test_a_restarted_controller_rewrites_nothing(world: World) -> None:
         eventually(lambda: world.events(NAMED_ISVC, "RuntimeCompatibilityAdvisory"), what="the advisory")
         eventually(lambda: reason(world, AUTO_ISVC) == "RuntimeResolved", what="RuntimeResolved")
         eventually(lambda: ENGINE in world.workloads(NAMED_ISVC))
+        eventually(lambda: world.workloads(AUTO_ISVC), what="the auto-selected workloads")
+        # the first controller done with both: a status written after its workloads is not the
+        # second controller's rewrite
+        eventually(lambda: _unchanged_for(world, (NAMED_ISVC, AUTO_ISVC), seconds=1.5), what="both settled")
     before = {name: world.isvc(name)["metadata"]["resourceVersion"] for name in (NAMED_ISVC, AUTO_ISVC)}
     workloads = {k: v["metadata"]["resourceVersion"] for n in before for k, v in world.workloads(n).items()}
     events = {(e.metadata.name, e.count) for n in before for e in world.events(n)}
