@@ -295,11 +295,6 @@ def no_collection() -> Iterator[None]:
             gc.enable()
 
 
-def load_file(path: Path) -> DirectoryLoad:
-    """One file; InvalidInput when the file as a whole cannot be read or parsed."""
-    return parse_text(read_text(path)).at(path)
-
-
 def load_directory(root: Path, cache_dir: Path | None = None) -> DirectoryLoad:
     """Every file under ``root`` once, as it is now (policyd.catalog.source keeps files' last good
     content across changes)."""
