@@ -10,7 +10,9 @@ reference counts, frozen or not.
 
 Loading also leaves the C heap with the free space of what parsing made and dropped (the
 texts, the YAML nodes, the pickles of the parse workers): glibc keeps it unless asked, and at
-20,000 runtimes it is a quarter of the daemon's memory. It is given back after each load."""
+20,000 runtimes it is a quarter of the daemon's memory. It is given back after each load, and
+after a rules reload — which is not frozen: the revision it replaces, cycles and all (its
+engine and the callbacks it holds), must stay collectable once the calls holding it end."""
 
 from __future__ import annotations
 
@@ -37,8 +39,13 @@ _TRIM = _malloc_trim()
 
 
 def settle_heap() -> None:
+    """After loading the catalog: freeze what is alive, and give back the heap's free space."""
     gc.freeze()
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GEN0_THRESHOLD, gen1, gen2)
+    give_back_heap()
+
+
+def give_back_heap() -> None:
     if _TRIM is not None:
         _TRIM(0)

@@ -34,7 +34,7 @@ from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.server import observability as obs
 from policyd.server.authz import Authorizer, AuthzError
 from policyd.server.gate import Gate
-from policyd.server.heap import settle_heap
+from policyd.server.heap import give_back_heap, settle_heap
 from policyd.server.limits import Limits
 from policyd.server.processes import serving_state, supervise
 from policyd.server.servicer import PolicyServicer
@@ -275,7 +275,7 @@ def _serve(args: argparse.Namespace) -> int:
     def on_reload(attempt: ReloadAttempt) -> None:
         _record_reload(attempt)
         if attempt.ok:
-            settle_heap()  # what building and self-testing the revision dropped goes back
+            give_back_heap()  # what building and self-testing the revision dropped
         if attempt.ok and kept is not None and holder:
             kept.keep_rules(holder[0].revision)
 
