@@ -467,6 +467,13 @@ def refusal_when_named(revision: Revision, runtime: ServingRuntime) -> Reason | 
 _NEUTRAL_RUNTIME = neutral_record(RUNTIME)
 
 
+def first_catalog_refusal(revision: Revision, objects: Sequence[object]) -> tuple[int, Refusal] | None:
+    """The first of ``objects`` the catalog would not take (by its index), and why."""
+    runtimes = [(i, obj) for i, obj in enumerate(objects) if isinstance(obj, ServingRuntime)]
+    refused = catalog_refusals(revision, [obj for _, obj in runtimes])
+    return next(((i, r[0]) for (i, _), r in zip(runtimes, refused, strict=True) if r), None)
+
+
 def catalog_refusals(revision: Revision, runtimes: Sequence[ServingRuntime]) -> list[list[Refusal]]:
     """What the policy refuses in each runtime itself (the catalog does not take it): its
     runtime rules with effect refuse, which test the runtime alone. One batch for all."""

@@ -21,7 +21,7 @@ from policyd.decision import orchestrator as decide
 from policyd.decision.lookup import check_lookup
 from policyd.errors import InvalidInput
 from policyd.policy.revision import Revision
-from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef, ServingRuntime
+from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef
 from policyd.resources.proto import object_manifest, struct_to_dict
 from policyd.server import observability as obs
 from policyd.server import responses
@@ -300,11 +300,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self, request: pb.ApplyObjectsRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
     ) -> pb.ApplyObjectsResponse:
         objects = [catalog_object(o, f"objects[{i}]", fields) for i, o in enumerate(request.objects)]
-        runtimes = [(i, obj) for i, obj in enumerate(objects) if isinstance(obj, ServingRuntime)]
-        refused = decide.catalog_refusals(revision, [obj for _, obj in runtimes])
-        for (i, _), refusals in zip(runtimes, refused, strict=True):
-            for refusal in refusals:
-                raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
+        if (refused := decide.first_catalog_refusal(revision, objects)) is not None:
+            i, refusal = refused
+            raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
         updated, changes = self.state.replace(objects) if request.replace else self.state.apply(objects)
         return pb.ApplyObjectsResponse(
             catalog_revision=updated.revision,

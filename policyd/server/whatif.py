@@ -19,7 +19,7 @@ from policyd.decision import orchestrator
 from policyd.errors import InvalidInput
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision_texts
-from policyd.resources.objects import InferenceService, ServingRuntime
+from policyd.resources.objects import InferenceService
 from policyd.server import responses
 from policyd.server.fieldcheck import FieldCheck
 from policyd.server.requests import catalog_keys, catalog_object, object_key, parse_isvc
@@ -150,8 +150,6 @@ class WhatIf:
 
 def _refused(objects: Sequence[CatalogObject], revision: Revision) -> None:
     """What ApplyObjects would refuse is refused here too: a runtime the policy refuses in itself."""
-    runtimes = [(i, obj) for i, obj in enumerate(objects) if isinstance(obj, ServingRuntime)]
-    refused = orchestrator.catalog_refusals(revision, [obj for _, obj in runtimes])
-    for (i, _), refusals in zip(runtimes, refused, strict=True):
-        for refusal in refusals:
-            raise InvalidInput(f"apply[{i}].{refusal.field}", refusal.message)
+    if (refused := orchestrator.first_catalog_refusal(revision, objects)) is not None:
+        i, refusal = refused
+        raise InvalidInput(f"apply[{i}].{refusal.field}", refusal.message)
