@@ -3,7 +3,7 @@
 ``--runs`` runs, each ratio taken against an empty RPC (grpc health Check) on the same daemon in
 the same run.
 
-    python benchmarks/scale.py [--sizes ome,200,2000,20000] [--runs 3] [--seconds 2] [--processes 1]
+    python benchmarks/scale.py [--sizes ome,200,2000,20000] [--runs 3] [--seconds 2] [--processes N]
 
 Per run and size, a fresh daemon (``--decision-cache-mb 0`` for the decision figures, so every
 call is decided; what is memoised below the decision cache stays warm, as in a daemon that has
@@ -11,13 +11,16 @@ served for a while) on a loopback socket:
 
 - start: from process start until it serves, the catalog loaded from its directory;
 - Select, Explain: p50 over a pool of InferenceServices (models of the catalog x the shapes of
-  synthetic.isvc_shapes), each call under a new name; Explain also per runtime in scope;
+  synthetic.isvc_shapes), each call under a new name; Explain also per runtime in scope,
+  beyond an empty RPC made just before it;
 - ApplyObjects / DeleteObjects of one runtime: p50;
-- throughput: distinct Selects (a new name each) from 4 client threads, each on its own
-  connection, ÷ empty RPCs from 4 threads; once with the decision cache off and once on;
+- throughput: distinct Selects (a new name each, built beforehand) from 4 client threads,
+  each on its own connection, ÷ empty RPCs on the same connections; from one process with the
+  decision cache off and on, and from ``--processes`` processes (default: one per core) with
+  it off — the daemon's answer to a multi-core machine (policyd/server/processes.py);
 - reload: a rules file edited while a client calls Select: seconds until the new revision
   serves, and failed calls;
-- RSS: of the daemon (and its workers) at the end.
+- RSS: of the one-process daemon at the end, and of the --processes daemon (all its processes).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ CACHE = Path(tempfile.gettempdir()) / "policyd-scale-catalogs"
 RECIPE = "4"  # bump when synthetic.py changes, so cached catalogs are written again
 POOL_MODELS = 8
 EXPLAINED = 12  # InferenceServices explained, cycled through
+THREADS = 4  # client threads of the throughput figures
 NONE_CALLS = 8  # Selects of InferenceServices nothing can serve (OME's message lists every runtime)
 
 
@@ -167,24 +171,53 @@ def p50(call: Callable[[int], Any], n: int) -> tuple[float, list[Any]]:
     return statistics.median(samples), replies
 
 
-def rate(address: str, make: Callable[[Any], Callable[[int], Any]], threads: int, seconds: float) -> float:
-    counts = [0] * threads
-    stop = time.perf_counter() + seconds
+def add_models(address: str, models: list[rpb.Object]) -> None:
+    with channel(address) as ch:
+        policy_pb2_grpc.PolicyServiceStub(ch).ApplyObjects(pb.ApplyObjectsRequest(objects=models))
+
+
+def throughput(address: str, requests: list[Any], seconds: float) -> tuple[float, float]:
+    """Empty RPCs and then distinct Selects per second, from THREADS client threads each on a
+    connection of its own: the same connections for both, so the two figures share the way the
+    connections fell to the daemon's processes (SO_REUSEPORT hashes each connection to one).
+    The requests are built beforehand: what is timed is the daemon and gRPC, not the benchmark."""
+    channels = [channel(address) for _ in range(THREADS)]
+
+    def empty(k: int) -> Callable[[int], Any]:
+        stub, check = health_pb2_grpc.HealthStub(channels[k]), health_pb2.HealthCheckRequest()
+        return lambda i: stub.Check(check)
+
+    def select(k: int) -> Callable[[int], Any]:
+        call, mine = policy_pb2_grpc.PolicyServiceStub(channels[k]).Select, requests[k::THREADS]
+        return lambda i: call(mine[i % len(mine)])
+
+    try:
+        return rate(empty, seconds), rate(select, seconds)
+    finally:
+        for c in channels:
+            c.close()
+
+
+def rate(make: Callable[[int], Callable[[int], Any]], seconds: float) -> float:
+    """Calls per second of ``make(k)`` from THREADS threads, started together once each has called once."""
+    counts = [0] * THREADS
+    stop = [0.0]
+    ready = threading.Barrier(THREADS, action=lambda: stop.__setitem__(0, time.perf_counter() + seconds))
 
     def worker(k: int) -> None:
-        with channel(address) as ch:
-            call = make(ch)
-            call(k)  # connect before counting
-            i = 0
-            while time.perf_counter() < stop:
-                call(k * 10_000_000 + i)
-                i += 1
-            counts[k] = i
+        call = make(k)
+        call(0)  # connected before counting
+        ready.wait()
+        i = 0
+        while time.perf_counter() < stop[0]:
+            call(i)
+            i += 1
+        counts[k] = i
 
-    pool_ = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
-    for t in pool_:
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(THREADS)]
+    for t in threads:
         t.start()
-    for t in pool_:
+    for t in threads:
         t.join()
     return sum(counts) / seconds
 
@@ -200,12 +233,12 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
     shapes = pool()
     extra_models = [rpb.Object(manifest=json.dumps(m)) for m in synthetic.models(families=1, limit=POOL_MODELS)]
     parse_cache = Path(tempfile.mkdtemp(prefix="policyd-parse-cache-"))
-    with daemon(catalog, 0, processes, parse_cache) as d:
+    with daemon(catalog, 0, 1, parse_cache) as d:
         run.figures["start, no parse cache s"] = d.started
         ch = channel(d.address)
         policy = policy_pb2_grpc.PolicyServiceStub(ch)
         health = health_pb2_grpc.HealthStub(ch)
-        policy.ApplyObjects(pb.ApplyObjectsRequest(objects=extra_models))
+        add_models(d.address, extra_models)
         status = policy.GetStatus(pb.GetStatusRequest())
         run.figures["runtimes"] = status.runtimes
 
@@ -238,15 +271,18 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
         run.figures["Select xempty"] = sel / empty
         none, _ = p50(select_none, NONE_CALLS)
         run.figures["Select, none selectable ms"] = none * 1e3
+        # each Explain beside an empty RPC of its own: the machine's noise comes and goes within a run
         samples = []
-        for i in range(max(len(explains), n // 8)):
+        for i in range(max(len(explains), n // 4)):
             start = time.perf_counter()
+            health.Check(health_pb2.HealthCheckRequest())
+            between = time.perf_counter()
             reply = explain(i)
-            took = time.perf_counter() - start
-            samples.append((took, len(reply.runtimes)))
-        run.figures["Explain ms"] = statistics.median(t for t, _ in samples) * 1e3
-        run.figures["Explain us/runtime"] = statistics.median((t - empty) / max(1, k) * 1e6 for t, k in samples)
-        run.figures["in scope"] = statistics.median(k for _, k in samples)
+            samples.append((time.perf_counter() - between, between - start, len(reply.runtimes)))
+        run.figures["Explain ms"] = statistics.median(t for t, _, _ in samples) * 1e3
+        beyond = [(t - e) / max(1, k) * 1e6 for t, e, k in samples]
+        run.figures["Explain us/runtime"] = statistics.median(beyond)
+        run.figures["in scope"] = statistics.median(k for _, _, k in samples)
         # an InferenceService of a model the daemon has not seen: nothing memoised yet
         fresh = synthetic.models(families=0, limit=len(synthetic.templates()))
         cold = []
@@ -277,17 +313,11 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
         run.figures["Apply ms"] = applied * 1e3
         run.figures["Delete ms"] = deleted * 1e3
 
-        def empty_call(c: Any) -> Callable[[int], Any]:
-            stub = health_pb2_grpc.HealthStub(c)
-            return lambda i: stub.Check(health_pb2.HealthCheckRequest())
-
-        def select_call(c: Any) -> Callable[[int], Any]:
-            stub = policy_pb2_grpc.PolicyServiceStub(c)
-            return lambda i: stub.Select(pb.SelectRequest(inference_service=renamed(picks[i % len(picks)], f"t{i}")))
-
-        empty_rate = rate(d.address, empty_call, 4, seconds)
+        # distinct names, more than the threads call in the time
+        distinct = [pb.SelectRequest(inference_service=renamed(picks[i % len(picks)], f"t{i}")) for i in range(20_000)]
+        empty_rate, select_rate = throughput(d.address, distinct, seconds)
         run.figures["empty /s"] = empty_rate
-        run.figures["throughput xempty (no cache)"] = rate(d.address, select_call, 4, seconds) / empty_rate
+        run.figures["throughput xempty (no cache)"] = select_rate / empty_rate
 
         # a rules reload while a client calls Select
         before = status.revisions.rules_revision
@@ -321,10 +351,17 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
         run.figures["reload failed calls"] = failures[0]
         run.figures["RSS MB"] = rss_mb(d.pid)
         ch.close()
-    with daemon(catalog, 64, processes, parse_cache) as d:
+    with daemon(catalog, 64, 1, parse_cache) as d:
         run.figures["start s"] = d.started
-        empty_rate = rate(d.address, empty_call, 4, seconds)
-        run.figures["throughput xempty (cache)"] = rate(d.address, select_call, 4, seconds) / empty_rate
+        add_models(d.address, extra_models)
+        empty_rate, select_rate = throughput(d.address, distinct, seconds)
+        run.figures["throughput xempty (cache)"] = select_rate / empty_rate
+    with daemon(catalog, 0, processes, parse_cache) as d:
+        add_models(d.address, extra_models)  # journaled to every process
+        throughput(d.address, distinct, seconds / 4)  # each process memoises what it decides
+        empty_rate, select_rate = throughput(d.address, distinct, seconds)
+        run.figures[f"throughput xempty, {processes} proc"] = select_rate / empty_rate
+        run.figures[f"RSS, {processes} proc MB"] = rss_mb(d.pid)
     shutil.rmtree(parse_cache, ignore_errors=True)
     return run
 
@@ -341,7 +378,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--n", type=int, default=400, help="calls per latency figure")
     parser.add_argument("--seconds", type=float, default=2.0, help="per throughput figure")
-    parser.add_argument("--processes", type=int, default=1, help="daemon processes (policyd --processes)")
+    parser.add_argument(
+        "--processes", type=int, default=os.cpu_count() or 2, help="daemon processes of the last throughput figure"
+    )
     args = parser.parse_args()
     sizes = args.sizes.split(",")
     results: dict[str, list[Run]] = {size: [] for size in sizes}

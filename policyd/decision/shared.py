@@ -51,10 +51,11 @@ Key = tuple[Any, ...]
 class Shared:
     """What a transport made of a shared verdict (its encoded form), made once."""
 
-    __slots__ = ("wire",)
+    __slots__ = ("ranked", "wire")
 
     def __init__(self) -> None:
         self.wire: Any = None
+        self.ranked: Any = None
 
 
 def _rule_prints(rule: Rule) -> set[str]:

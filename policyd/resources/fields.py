@@ -22,13 +22,16 @@ def obj(doc: Doc, key: str, path: str, required: bool = False) -> Doc | None:
         if required:
             raise InvalidInput(path, "is required")
         return None
-    if not isinstance(value, Mapping):
+    # a manifest's objects are dicts: the Mapping check (an ABC's, many times slower) is for the rest
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise InvalidInput(path, f"must be an object, got {type_name(value)}")
     return value
 
 
 def string(doc: Doc, key: str, path: str, required: bool = False) -> str:
     value = doc.get(key)
+    if type(value) is str and value:
+        return value
     if value is None or value == "":
         if required:
             raise InvalidInput(path, "is required")

@@ -88,6 +88,9 @@ def load_all(text: str, source: str = "input", max_bytes: int = 0, values: str |
         raise InvalidInput(source, f"is {len(text):,} characters, more than the limit of {max_bytes:,} bytes")
     if max_bytes and len(text.encode()) > max_bytes:
         raise InvalidInput(source, f"is {len(text.encode()):,} bytes, more than the limit of {max_bytes:,}")
+    docs = _checked_json(text)
+    if docs is not None:
+        return docs
     docs = _json_documents(text)
     try:
         if docs is None:
@@ -110,6 +113,37 @@ def load_all(text: str, source: str = "input", max_bytes: int = 0, values: str |
 
 def _no_constant(name: str) -> Any:
     raise ValueError(name)
+
+
+class _Unchecked(Exception):
+    """A JSON number that json_value must refuse, naming its field."""
+
+
+def _json_int(text: str) -> int:
+    value = int(text)
+    if not INT64[0] <= value <= INT64[1]:
+        raise _Unchecked
+    return value
+
+
+def _json_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999
+        raise _Unchecked
+    return value
+
+
+def _checked_json(text: str) -> list[Any] | None:
+    """A JSON object checked as it is read, when that is all json_value would check: its keys
+    are strings, it has no aliases, its numbers are checked by the parser's hooks, and fewer
+    than ``MAX_DEPTH`` brackets cannot nest too deep. None to read and check it the long way
+    (which names the field of what is wrong). The common request, at a tenth of the cost."""
+    if text.count("{") + text.count("[") > MAX_DEPTH or not text.lstrip().startswith("{"):
+        return None
+    try:
+        return [json.loads(text, parse_constant=_no_constant, parse_int=_json_int, parse_float=_json_float)]
+    except (ValueError, RecursionError, _Unchecked):
+        return None
 
 
 def _json_documents(text: str) -> list[Any] | None:

@@ -172,7 +172,7 @@ def _walk(value: Any, fields: Fields, path: str) -> Iterator[str]:
         for i, item in enumerate(value):
             yield from _walk(item, fields, f"{path}[{i}]")
         return
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         return  # a wrong type is the parser's error, with its own message
     for key, item in value.items():
         child = f"{path}.{key}" if path else str(key)

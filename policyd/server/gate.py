@@ -90,7 +90,7 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
                 if not draining:
                     self._active += 1
             if draining:
-                obs.CALLS.labels(method, grpc.StatusCode.UNAVAILABLE.name).inc()
+                obs.count_call(method, grpc.StatusCode.UNAVAILABLE)
                 context.abort(grpc.StatusCode.UNAVAILABLE, "shutting down: not taking new calls (retry)")
             try:
                 return self._serve(method, inner, request, context)
@@ -105,20 +105,20 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
         )
 
     def _serve(self, method: str, inner: Callable[..., Any], request: Any, context: grpc.ServicerContext) -> Any:
-        refusal = self._refusal(method, request, context)
+        remaining = context.time_remaining()
+        refusal = self._refusal(method, request, context, remaining)
         if refusal is not None:
             code, message, field = refusal
-            obs.CALLS.labels(method, code.name).inc()
+            obs.count_call(method, code)
             if field:
                 context.set_trailing_metadata(((FIELD_KEY, field),))
             context.abort(code, message)
-        remaining = context.time_remaining()
         timeout = self.limits.call_timeout if remaining is None else min(remaining, self.limits.call_timeout)
         with deadline_in(timeout):
             return inner(request, context)
 
     def _refusal(
-        self, method: str, request: Any, context: grpc.ServicerContext
+        self, method: str, request: Any, context: grpc.ServicerContext, remaining: float | None
     ) -> tuple[grpc.StatusCode, str, str] | None:
         if isinstance(request, _Undecodable):
             return grpc.StatusCode.INVALID_ARGUMENT, f"the request is not a valid {method} request: {request.error}", ""
@@ -126,7 +126,6 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
             names = context.auth_context().get("x509_common_name", ())
             who = ", ".join(sorted({v.decode(errors="replace") for v in names}))
             return grpc.StatusCode.PERMISSION_DENIED, f"{who or 'an anonymous caller'} may not call {method}", ""
-        remaining = context.time_remaining()
         if remaining is not None and remaining <= 0:
             return grpc.StatusCode.DEADLINE_EXCEEDED, "the call's deadline passed before it was served", ""
         try:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -40,6 +41,26 @@ CATALOG_FAULTS = Gauge(
 CACHE_HITS = Counter(
     "policyd_decision_cache_hits_total", "Decisions answered from the decision cache", registry=REGISTRY
 )
+
+# the children of CALLS and LATENCY, found once: labels() checks and locks on every call
+_CALL_COUNTS: dict[tuple[str, str], Any] = {}
+_LATENCIES: dict[str, Any] = {}
+
+
+def count_call(rpc: str, code: grpc.StatusCode) -> None:
+    """One call of ``rpc`` ended with ``code``."""
+    child = _CALL_COUNTS.get((rpc, code.name))
+    if child is None:
+        child = _CALL_COUNTS.setdefault((rpc, code.name), CALLS.labels(rpc, code.name))
+    child.inc()
+
+
+def observe_latency(rpc: str, seconds: float) -> None:
+    child = _LATENCIES.get(rpc)
+    if child is None:
+        child = _LATENCIES.setdefault(rpc, LATENCY.labels(rpc))
+    child.observe(seconds)
+
 
 _RESERVED = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 

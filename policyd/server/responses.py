@@ -182,15 +182,22 @@ def entry(value: Entry) -> rpb.SupportedModelFormat:
 
 
 def ranked(e: RuntimeVerdict) -> pb.RankedRuntime:
-    out = pb.RankedRuntime(
-        name=e.runtime.meta.name,
-        kind=e.runtime.kind,
-        namespace=e.runtime.meta.namespace,
-        score=e.score,
-        entry_index=e.entry_index,
-    )
-    if 0 <= e.entry_index < len(e.runtime.entries):
-        out.entry.CopyFrom(entry(e.runtime.entries[e.entry_index]))
+    """A ranked runtime. What follows its identity is encoded once for a shared verdict and
+    each shape of runtime it stands for (verdicts that say the same are shared across shapes,
+    whose entries differ)."""
+    shared, runtime = e.shared, e.runtime
+    if shared is not None:
+        if shared.ranked is None:
+            shared.ranked = {}
+        tail = shared.ranked.get(runtime.shape)
+        if tail is not None:
+            return pb.RankedRuntime.FromString(_identity(runtime) + tail)
+    out = pb.RankedRuntime(score=e.score, entry_index=e.entry_index)
+    if 0 <= e.entry_index < len(runtime.entries):
+        out.entry.CopyFrom(entry(runtime.entries[e.entry_index]))
+    if shared is not None:
+        shared.ranked[runtime.shape] = out.SerializeToString()
+    out.name, out.kind, out.namespace = runtime.meta.name, runtime.kind, runtime.meta.namespace
     return out
 
 

@@ -143,8 +143,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 self._log_decision(key, str(request_id), answer, cached=False)
             return response
         finally:
-            obs.CALLS.labels(rpc, code.name).inc()
-            obs.LATENCY.labels(rpc).observe(time.perf_counter() - started)
+            obs.count_call(rpc, code)
+            obs.observe_latency(rpc, time.perf_counter() - started)
 
     def _log_decision(self, key: CacheKey, request_id: str, outcome: Encoded[Any], cached: bool) -> None:
         if not self.decisions.enabled:

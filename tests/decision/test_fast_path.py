@@ -31,7 +31,6 @@ from policyd.server.responses import Encoded
 from policyd.server.servicer import PolicyServicer
 
 HERE = Path(__file__).parent
-MODELS = 6  # templates whose models (and their sibling families' models) are decided
 
 
 def _rules(tmp_path_factory: pytest.TempPathFactory, *extra: Path) -> Revision:
