@@ -36,7 +36,7 @@ from policyd.server.authz import Authorizer, AuthzError
 from policyd.server.gate import Gate
 from policyd.server.heap import give_back_heap, settle_heap
 from policyd.server.limits import Limits
-from policyd.server.processes import serving_state, supervise
+from policyd.server.processes import AFFINITIES, pin_to_cpu, serving_state, supervise
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.statedir import StateDir, StateDirError
@@ -183,7 +183,15 @@ def add_limit_flags(p: argparse.ArgumentParser) -> None:
         default=1,
         help="serve from this many processes on one TCP port, sharing catalog changes (%(default)s)",
     )
+    p.add_argument(
+        "--cpu-affinity",
+        choices=AFFINITIES,
+        default="auto",
+        help="pin each of --processes' workers to a CPU of its own: auto does when the workers are at least as "
+        "many as the CPUs policyd may run on (a dedicated machine, an exclusive cpuset) (%(default)s)",
+    )
     p.add_argument("--journal", type=Path, help=argparse.SUPPRESS)  # set by --processes for its workers
+    p.add_argument("--pin-cpu", type=int, help=argparse.SUPPRESS)  # set by --processes for its workers
     p.add_argument(
         "--parse-cache",
         type=Path,
@@ -326,6 +334,8 @@ def _serve(args: argparse.Namespace) -> int:
     service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
     gate = Gate((service,), limits, authorizer)
     shared = args.journal is not None  # a worker of --processes: the supervisor holds the ports
+    if args.pin_cpu is not None:
+        pin_to_cpu(args.pin_cpu)  # loaded (its parsing forked onto every CPU), before serving
     server = new_server(args.workers, limits.max_message_bytes, limits.max_concurrent, [gate], shared)
     policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, decisions), server)
     health_servicer = add_health(server, [service])

@@ -1,9 +1,11 @@
 """policyd --processes 2: both worker processes answer on one port, and a catalog change one
-of them acknowledged is in every answer that follows, whichever process serves it."""
+of them acknowledged is in every answer that follows, whichever process serves it; with
+--cpu-affinity on, each worker runs on a CPU of its own."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import urllib.request
 from pathlib import Path
@@ -86,3 +88,39 @@ def test_every_process_answers_with_every_change_acknowledged_before(tmp_path: P
         assert _calls(metrics) > 0 and _calls(metrics + 1) > 0, "both processes served calls"
         for c in channels:
             c.close()
+
+
+def _workers(address: str) -> list[int]:
+    """The worker processes serving ``address`` (their command lines name it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--journal" in cmd and address.encode() in cmd:
+            found.append(int(entry.name))
+    return found
+
+
+def _masks(pid: int) -> set[frozenset[int]]:
+    """The CPUs each thread of ``pid`` may run on."""
+    out = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out.add(frozenset(os.sched_getaffinity(int(task))))
+        except ProcessLookupError:  # a thread that ended meanwhile
+            continue
+    return out
+
+
+def test_cpu_affinity_on_runs_each_worker_on_a_cpu_of_its_own(tmp_path: Path) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    args = ["--processes", "2", "--cpu-affinity", "on", "--log-level", "warning"]
+    args += ["--parse-cache", "", "--catalog", str(tmp_path)]
+    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+        masks = [_masks(pid) for pid in _workers(address)]
+    assert len(masks) == 2 and all(len(m) == 1 and len(min(m)) == 1 for m in masks), masks  # each thread, one CPU
+    assert sorted(min(min(m)) for m in masks) == [cpus[0], cpus[1 % len(cpus)]]

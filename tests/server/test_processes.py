@@ -1,6 +1,7 @@
 """Serving from several processes: a catalog change acknowledged by one worker is in the
 catalog every other worker reads from the next call on, in the order the journal took them,
-and a worker started later replays every change."""
+and a worker started later replays every change. Workers that fill the CPUs are pinned, one
+to a CPU."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from testkit.shared import RULES
 
 from policyd.resources.manifests import parse_runtime
 from policyd.resources.objects import ServingRuntime
-from policyd.server.processes import Journal, JournaledState, _worker_argv
+from policyd.server.processes import Journal, JournaledState, _worker_argv, worker_cpus
 from policyd.server.state import ServingState
 
 from .test_serving_state import RUNTIME
@@ -49,3 +50,18 @@ def test_a_change_one_worker_acknowledged_is_in_what_every_worker_reads_next(tmp
 def test_workers_get_the_command_line_without_what_the_supervisor_sets() -> None:
     argv = ["--catalog", "c", "--processes", "2", "--listen=127.0.0.1:0", "--metrics-port", "9", "--workers", "4"]
     assert _worker_argv(argv) == ["--catalog", "c", "--workers", "4"]
+
+
+def test_auto_affinity_pins_workers_that_fill_the_cpus_one_to_a_cpu() -> None:
+    assert worker_cpus("auto", 2, {3, 1}) == [1, 3]
+    assert worker_cpus("auto", 3, {0, 1}) == [0, 1, 0]
+
+
+def test_auto_affinity_leaves_fewer_workers_than_cpus_to_the_kernel() -> None:
+    assert worker_cpus("auto", 2, range(8)) is None
+
+
+def test_affinity_on_pins_and_off_never_does() -> None:
+    assert worker_cpus("on", 2, range(8)) == [0, 1]
+    assert worker_cpus("off", 2, {0, 1}) is None
+    assert worker_cpus("on", 2, ()) is None  # a platform that does not say which CPUs
