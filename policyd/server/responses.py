@@ -111,23 +111,17 @@ def _rows(tag: bytes, rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]], roo
     many of the last rows were left out to keep within ``room`` bytes."""
     identities, lengths = _IDENTITY, _LENGTHS
     parts: list[bytes] = []
-    for runtime, e in rows:
+    total = 0
+    for n, (runtime, e) in enumerate(rows):
         ident = identities.get(runtime.digest) or _identity(runtime)
         shared = e.shared
         tail = shared.wire if shared is not None and shared.wire is not None else _judged(e)
         size = len(ident) + len(tail)
-        parts += (tag, lengths[size] if size < len(lengths) else _varint(size), ident, tail)
-    data = b"".join(parts)
-    return (data, 0) if len(data) <= room else _within(parts, room)
-
-
-def _within(parts: list[bytes], room: int) -> tuple[bytes, int]:
-    """The first rows of ``parts`` (four parts a row) that fit in ``room`` bytes, and how many are left out."""
-    total, rows = 0, len(parts) // 4
-    for n in range(rows):
-        total += sum(map(len, parts[4 * n : 4 * n + 4]))
+        prefix = lengths[size] if size < len(lengths) else _varint(size)
+        total += len(tag) + len(prefix) + size
         if total > room:
-            return b"".join(parts[: 4 * n]), rows - n
+            return b"".join(parts), len(rows) - n
+        parts += (tag, prefix, ident, tail)
     return b"".join(parts), 0
 
 
