@@ -3,7 +3,7 @@
 ``--runs`` runs, each ratio taken against an empty RPC (grpc health Check) on the same daemon in
 the same run.
 
-    python benchmarks/scale.py [--sizes ome,200,2000,20000] [--runs 3] [--seconds 2] [--processes N]
+    python benchmarks/scale.py [--sizes ome,200,2000,20000] [--runs 3] [--seconds 2] [--processes 2,4]
 
 Per run and size, a fresh daemon (``--decision-cache-mb 0`` for the decision figures, so every
 call is decided; what is memoised below the decision cache stays warm, as in a daemon that has
@@ -16,11 +16,12 @@ served for a while) on a loopback socket:
 - ApplyObjects / DeleteObjects of one runtime: p50;
 - throughput: distinct Selects (a new name each, built beforehand) from 4 client threads,
   each on its own connection, ÷ empty RPCs on the same connections; from one process with the
-  decision cache off and on, and from ``--processes`` processes (default: one per core) with
-  it off — the daemon's answer to a multi-core machine (policyd/server/processes.py);
+  decision cache off and on, and with it off from each count of ``--processes`` (default: as
+  many as the cores, which policyd pins one to a core, and twice as many, which it leaves to
+  the kernel) — the daemon's answer to a multi-core machine (policyd/server/processes.py);
 - reload: a rules file edited while a client calls Select: seconds until the new revision
   serves, and failed calls;
-- RSS: of the one-process daemon at the end, and of the --processes daemon (all its processes).
+- RSS: of the one-process daemon at the end, and of each --processes daemon (all its processes).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ RECIPE = "4"  # bump when synthetic.py changes, so cached catalogs are written a
 POOL_MODELS = 8
 EXPLAINED = 12  # InferenceServices explained, cycled through
 THREADS = 4  # client threads of the throughput figures
+CORES = os.cpu_count() or 2
 NONE_CALLS = 8  # Selects of InferenceServices nothing can serve (OME's message lists every runtime)
 
 
@@ -227,7 +229,7 @@ class Run:
     figures: dict[str, float] = field(default_factory=dict)
 
 
-def measure(size: str, n: int, seconds: float, processes: int) -> Run:
+def measure(size: str, n: int, seconds: float, processes: list[int]) -> Run:
     run = Run()
     catalog = catalog_dir(size)
     shapes = pool()
@@ -356,12 +358,13 @@ def measure(size: str, n: int, seconds: float, processes: int) -> Run:
         add_models(d.address, extra_models)
         empty_rate, select_rate = throughput(d.address, distinct, seconds)
         run.figures["throughput xempty (cache)"] = select_rate / empty_rate
-    with daemon(catalog, 0, processes, parse_cache) as d:
-        add_models(d.address, extra_models)  # journaled to every process
-        throughput(d.address, distinct, seconds / 4)  # each process memoises what it decides
-        empty_rate, select_rate = throughput(d.address, distinct, seconds)
-        run.figures[f"throughput xempty, {processes} proc"] = select_rate / empty_rate
-        run.figures[f"RSS, {processes} proc MB"] = rss_mb(d.pid)
+    for count in processes:
+        with daemon(catalog, 0, count, parse_cache) as d:
+            add_models(d.address, extra_models)  # journaled to every process
+            throughput(d.address, distinct, seconds / 4)  # each process memoises what it decides
+            empty_rate, select_rate = throughput(d.address, distinct, seconds)
+            run.figures[f"throughput xempty, {count} proc"] = select_rate / empty_rate
+            run.figures[f"RSS, {count} proc MB"] = rss_mb(d.pid)
     shutil.rmtree(parse_cache, ignore_errors=True)
     return run
 
@@ -379,7 +382,10 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=400, help="calls per latency figure")
     parser.add_argument("--seconds", type=float, default=2.0, help="per throughput figure")
     parser.add_argument(
-        "--processes", type=int, default=os.cpu_count() or 2, help="daemon processes of the last throughput figure"
+        "--processes",
+        default=f"{CORES},{2 * CORES}",
+        help="daemon processes of the last throughput figures, comma-separated (%(default)s: as many as the cores, "
+        "pinned one to a core, and twice as many, left to the kernel)",
     )
     args = parser.parse_args()
     sizes = args.sizes.split(",")
@@ -390,7 +396,7 @@ def main() -> None:
     for r in range(args.runs):
         for size in sizes:
             print(f"run {r + 1}/{args.runs}: {size}", flush=True)
-            results[size].append(measure(size, args.n, args.seconds, args.processes))
+            results[size].append(measure(size, args.n, args.seconds, [int(p) for p in args.processes.split(",")]))
     keys = list(results[sizes[0]][0].figures)
     print(f"\nload average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f} (2 cores)")
     print("figure".ljust(30) + "".join(s.rjust(16) for s in sizes))

@@ -187,8 +187,8 @@ def add_limit_flags(p: argparse.ArgumentParser) -> None:
         "--cpu-affinity",
         choices=AFFINITIES,
         default="auto",
-        help="pin each of --processes' workers to a CPU of its own: auto does when the workers are at least as "
-        "many as the CPUs policyd may run on (a dedicated machine, an exclusive cpuset) (%(default)s)",
+        help="pin each of --processes' workers to a CPU of its own: auto does when the workers are as many as "
+        "the CPUs policyd may run on (a dedicated machine, an exclusive cpuset) (%(default)s)",
     )
     p.add_argument("--journal", type=Path, help=argparse.SUPPRESS)  # set by --processes for its workers
     p.add_argument("--pin-cpu", type=int, help=argparse.SUPPRESS)  # set by --processes for its workers

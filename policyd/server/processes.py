@@ -52,12 +52,13 @@ AFFINITIES = ("auto", "on", "off")
 
 def worker_cpus(affinity: str, processes: int, allowed: Iterable[int]) -> list[int] | None:
     """The CPU each worker is pinned to, of the ``allowed`` ones, or None to leave them to the
-    kernel's scheduler. A worker that stays on its CPU keeps its caches warm there, and two
-    workers do not chase each other over the cores (on 2 cores, a third more Selects a second);
-    but where the daemon may run on more CPUs than it has workers, pinning would keep them off
-    the idle ones."""
+    kernel's scheduler. ``auto`` pins when each CPU has a worker of its own: a worker that stays
+    on its CPU keeps its caches warm there, and two workers do not chase each other over the
+    cores (on 2 cores, a third more Selects a second). With fewer workers, pinning would keep
+    them off idle CPUs; with more, it would tie each connection to a CPU by the kernel's hash
+    (SO_REUSEPORT), where unpinned the busy workers share the CPUs by load."""
     cpus = sorted(allowed)
-    if affinity == "off" or not cpus or (affinity == "auto" and processes < len(cpus)):
+    if affinity == "off" or not cpus or (affinity == "auto" and processes != len(cpus)):
         return None
     return [cpus[i % len(cpus)] for i in range(processes)]
 

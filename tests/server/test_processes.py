@@ -1,7 +1,6 @@
 """Serving from several processes: a catalog change acknowledged by one worker is in the
 catalog every other worker reads from the next call on, in the order the journal took them,
-and a worker started later replays every change. Workers that fill the CPUs are pinned, one
-to a CPU."""
+and a worker started later replays every change. A worker for each CPU is pinned to its own."""
 
 from __future__ import annotations
 
@@ -52,16 +51,17 @@ def test_workers_get_the_command_line_without_what_the_supervisor_sets() -> None
     assert _worker_argv(argv) == ["--catalog", "c", "--workers", "4"]
 
 
-def test_auto_affinity_pins_workers_that_fill_the_cpus_one_to_a_cpu() -> None:
+def test_auto_affinity_pins_a_worker_for_each_cpu_to_its_own() -> None:
     assert worker_cpus("auto", 2, {3, 1}) == [1, 3]
-    assert worker_cpus("auto", 3, {0, 1}) == [0, 1, 0]
 
 
-def test_auto_affinity_leaves_fewer_workers_than_cpus_to_the_kernel() -> None:
+def test_auto_affinity_leaves_fewer_or_more_workers_than_cpus_to_the_kernel() -> None:
     assert worker_cpus("auto", 2, range(8)) is None
+    assert worker_cpus("auto", 4, {0, 1}) is None
 
 
-def test_affinity_on_pins_and_off_never_does() -> None:
+def test_affinity_on_pins_round_the_cpus_and_off_never_does() -> None:
     assert worker_cpus("on", 2, range(8)) == [0, 1]
+    assert worker_cpus("on", 3, {0, 1}) == [0, 1, 0]
     assert worker_cpus("off", 2, {0, 1}) is None
     assert worker_cpus("on", 2, ()) is None  # a platform that does not say which CPUs
