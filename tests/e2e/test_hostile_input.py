@@ -219,15 +219,18 @@ def test_limits_are_resource_exhausted_naming_the_limit(limited: str) -> None:
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+# five YAML parses take longer than --call-timeout 0.001 (JSON is read too quickly to be sure of it)
+SLOW_OBJECTS = [rpb.Object(manifest=yaml.safe_dump(RUNTIME))] * 5
+
+
 def test_a_call_past_its_deadline_is_deadline_exceeded(limited: str) -> None:
-    objects = [rpb.Object(manifest=json.dumps(RUNTIME))] * 5  # five parses take longer than --call-timeout 0.001
-    code, details, _ = _refused(_select(limited, *objects))
+    code, details, _ = _refused(_select(limited, *SLOW_OBJECTS))
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED and "deadline" in details
 
 
 def test_calls_beyond_the_concurrency_limit_are_resource_exhausted(limited: str) -> None:
     codes: list[grpc.StatusCode] = []
-    call = _select(limited, *[rpb.Object(manifest=json.dumps(RUNTIME))] * 5)
+    call = _select(limited, *SLOW_OBJECTS)
 
     def one() -> None:
         try:
