@@ -88,13 +88,11 @@ def load_all(text: str, source: str = "input", max_bytes: int = 0, values: str |
         raise InvalidInput(source, f"is {len(text):,} characters, more than the limit of {max_bytes:,} bytes")
     if max_bytes and len(text.encode()) > max_bytes:
         raise InvalidInput(source, f"is {len(text.encode()):,} bytes, more than the limit of {max_bytes:,}")
-    docs = _checked_json(text)
-    if docs is not None:
-        return docs
-    docs = _json_documents(text)
+    read = _json_documents(text)
+    if read is not None and read[1]:
+        return read[0]
     try:
-        if docs is None:
-            docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        docs = read[0] if read is not None else [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except _Refused as err:
         raise YamlRefused(source, f"line {err.line}: {err.message}", err.line) from None
     except yaml.YAMLError as err:
@@ -133,27 +131,25 @@ def _json_float(text: str) -> float:
     return value
 
 
-def _checked_json(text: str) -> list[Any] | None:
-    """A JSON object checked as it is read, when that is all json_value would check: its keys
-    are strings, it has no aliases, its numbers are checked by the parser's hooks, and fewer
-    than ``MAX_DEPTH`` brackets cannot nest too deep. None to read and check it the long way
-    (which names the field of what is wrong). The common request, at a tenth of the cost."""
-    if text.count("{") + text.count("[") > MAX_DEPTH or not text.lstrip().startswith("{"):
-        return None
-    try:
-        return [json.loads(text, parse_constant=_no_constant, parse_int=_json_int, parse_float=_json_float)]
-    except (ValueError, RecursionError, _Unchecked):
-        return None
-
-
-def _json_documents(text: str) -> list[Any] | None:
+def _json_documents(text: str) -> tuple[list[Any], bool] | None:
     """A text that is one JSON object, read as JSON: what clients and the controller send, which
-    YAML reads alike but several times slower. None to read it as YAML, which also says what is
-    wrong with a text that is not JSON (NaN and Infinity included: YAML reads them as text)."""
+    YAML reads alike but several times slower; and whether it was checked as it was read, so
+    json_value need not walk it: its keys are strings, it has no aliases, the parser's hooks
+    check its numbers, and at most ``MAX_DEPTH`` brackets cannot nest too deep (the common
+    request, at a tenth of the cost). A number the hooks refuse is read again unchecked, for
+    json_value to name its field. None to read the text as YAML, which also says what is wrong
+    with a text that is not JSON (NaN and Infinity included: YAML reads them as text)."""
     if not text.lstrip().startswith("{"):
         return None
     try:
-        return [json.loads(text, parse_constant=_no_constant)]
+        if text.count("{") + text.count("[") <= MAX_DEPTH:
+            try:
+                return [
+                    json.loads(text, parse_constant=_no_constant, parse_int=_json_int, parse_float=_json_float)
+                ], True
+            except _Unchecked:
+                pass
+        return [json.loads(text, parse_constant=_no_constant)], False
     except (ValueError, RecursionError):
         return None
 
