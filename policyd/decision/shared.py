@@ -188,16 +188,16 @@ class SharedVerdicts:
         model = subject.model.digest if subject.model else ""
         return (model, isvc, named, tuple(_plain(base[f]) for f in self.request_fields))
 
-    def _shape(self, runtime: ServingRuntime) -> Key:
-        own = intrinsic_facts(runtime)
+    def _shape(self, runtime: ServingRuntime, own: Record) -> Key:
+        """The runtime's shape and the tested values of its ``own`` (intrinsic) facts."""
         return (runtime.shape, tuple(_plain(own[f]) for f in self.runtime_fields))
 
     def runtime_key(self, runtime: ServingRuntime) -> int:
         keys = self._keys
         key = keys.get(runtime.digest)
         if key is None:
-            shape = self._shape(runtime)
             own = intrinsic_facts(runtime)
+            shape = self._shape(runtime, own)
             full = (*shape, tuple(_plain(own[f]) for f in self._printing.get(shape, ())))
             key = self._numbers.get(full)
             if key is None:
@@ -267,7 +267,7 @@ class SharedVerdicts:
         for verdict in verdicts:
             printed = self._printed_only(verdict)
             if printed:
-                shape = self._shape(verdict.runtime)
+                shape = self._shape(verdict.runtime, intrinsic_facts(verdict.runtime))
                 known = set(new.get(shape) or self._printing.get(shape, ()))
                 if not printed <= known:
                     new[shape] = tuple(sorted(known | printed))
