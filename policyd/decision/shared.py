@@ -23,15 +23,13 @@ and making a verdict keepable costs about as much again as judging it.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -54,8 +52,8 @@ class Shared:
     __slots__ = ("ranked", "wire")
 
     def __init__(self) -> None:
-        self.wire: Any = None
-        self.ranked: Any = None
+        self.wire: bytes | None = None
+        self.ranked: dict[str, bytes] | None = None  # by the shape of runtime
 
 
 def _rule_prints(rule: Rule) -> set[str]:
@@ -102,6 +100,14 @@ _digest = attrgetter("digest")
 
 def _plain(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
+
+
+def _values(fields: Sequence[str]) -> Callable[[Record], Key]:
+    """The record's values of ``fields``, hashable (read in C: a request key reads dozens)."""
+    if len(fields) < 2:
+        return lambda record: tuple(_plain(record[f]) for f in fields)
+    read = itemgetter(*fields)
+    return lambda record: tuple(map(_plain, read(record)))
 
 
 _NO_RECORD: Mapping[str, Any] = MappingProxyType({})
@@ -156,7 +162,8 @@ class SharedVerdicts:
     def __init__(self, policy: Policy, kept: int = KEPT_VERDICTS) -> None:
         matter = fields_that_matter(policy)
         own = {f for f, spec in FIELDS.items() if spec.scope == RUNTIME and not spec.relational}
-        self.request_fields = sorted(f for f in matter.tested | matter.printed if FIELDS[f].scope in (REQUEST, MODEL))
+        request_fields = sorted(f for f in matter.tested | matter.printed if FIELDS[f].scope in (REQUEST, MODEL))
+        self._request_values = _values(request_fields)
         self.runtime_fields = sorted(matter.tested & own)
         printed_only = (matter.printed - matter.tested) & own
         self._prints = {i: printed & printed_only for i, printed in matter.prints.items() if printed & printed_only}
@@ -177,16 +184,10 @@ class SharedVerdicts:
         self._lock = threading.Lock()
 
     def request_key(self, subject: Subject, base: Record, named: bool) -> Key:
-        isvc = ""
-        if subject.isvc is not None:
-            raw = dict(subject.isvc.raw)
-            meta = raw.get("metadata")
-            if isinstance(meta, dict):  # its name and namespace count only as the facts that matter
-                raw["metadata"] = {k: v for k, v in meta.items() if k not in ("name", "namespace")}
-            text = json.dumps(raw, sort_keys=True, default=repr).encode()
-            isvc = hashlib.sha256(text).hexdigest()
+        # the InferenceService's name and namespace count only as the facts that matter
+        isvc = subject.isvc.shape if subject.isvc is not None else ""
         model = subject.model.digest if subject.model else ""
-        return (model, isvc, named, tuple(_plain(base[f]) for f in self.request_fields))
+        return (model, isvc, named, self._request_values(base))
 
     def _shape(self, runtime: ServingRuntime, own: Record) -> Key:
         """The runtime's shape and the tested values of its ``own`` (intrinsic) facts."""

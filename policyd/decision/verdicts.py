@@ -7,12 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policyd.policy import templates
 from policyd.policy.engine import Fired
 from policyd.policy.model import DECIDING, Group, Policy, Rule
 from policyd.resources.objects import ServingRuntime
+
+if TYPE_CHECKING:  # shared.py builds on this module
+    from .shared import Shared
 
 Record = Mapping[str, Any]
 
@@ -171,7 +174,7 @@ class RuntimeVerdict:
     entries_matching: tuple[int, ...] = ()  # the entries that match the model (whatever their autoSelect)
     # set when the verdict stands for every runtime of a shape (decision/shared.py): what a
     # server encodes of it once, for all of them
-    shared: Any = field(default=None, repr=False, compare=False)
+    shared: Shared | None = field(default=None, repr=False, compare=False)
 
     def on(self, runtime: ServingRuntime) -> RuntimeVerdict:
         """This verdict for another runtime of the same shape. The record stays the judged

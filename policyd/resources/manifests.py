@@ -328,6 +328,7 @@ def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
     f.one_of(kind, (ISVC_KIND,), "kind", "kind")
     check_api_version(doc, kind)
     meta = _meta(doc, namespaced=True)
+    shape = content_digest(_anonymous(doc))  # one serialization for both digests
     spec = f.obj(doc, "spec", "spec", required=True) or {}
     model = None
     if (ref := f.obj(spec, "model", "spec.model")) is not None:
@@ -367,8 +368,17 @@ def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
         accelerator_classes=tuple(dict.fromkeys(c for c in classes if c)),
         scaling_mode=_scaling_mode(spec, "spec.scalingPolicy"),
         raw=doc,
-        digest=content_digest(doc),
+        digest=hashlib.sha256(f"{meta.namespace}/{meta.name}/{shape}".encode()).hexdigest()[:16],
+        shape=shape,
     )
+
+
+def _anonymous(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The manifest without its metadata's name and namespace."""
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        return doc
+    return {**doc, "metadata": {k: v for k, v in meta.items() if k not in ("name", "namespace")}}
 
 
 def parse_accelerator_class(doc: Mapping[str, Any]) -> AcceleratorClass:

@@ -178,6 +178,9 @@ class InferenceService(ByConstructor):
     scaling_mode: str  # as ServingRuntime.scaling_mode
     raw: Mapping[str, Any]
     digest: str = ""  # of the whole manifest, for catalog revisions (the catalog holds InferenceServices too)
+    # of the manifest without its name and namespace: InferenceServices that differ only there
+    # are decided alike where no rule reads them (decision/shared.py)
+    shape: str = ""
     kind: str = ISVC_KIND
 
 

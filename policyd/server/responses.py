@@ -35,17 +35,20 @@ def encode(message: M) -> Encoded[M]:
     return Encoded(type(message), message.SerializeToString())
 
 
-def encoded(head: M, items: str, rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]], omitted: str) -> Encoded[M]:
-    """``head`` (a response without its repeated verdicts) and the verdict ``rows`` in its
-    field ``items``, the last of them left out and counted in ``omitted`` as far as it takes to
-    keep the answer within RESPONSE_BUDGET bytes. Fields in any order are one message to a reader."""
+def encoded(
+    head: M, items: str, rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]], omitted: str, more: bytes = b""
+) -> Encoded[M]:
+    """``head`` (a response without its repeated verdicts), ``more`` of its fields already
+    encoded, and the verdict ``rows`` in its field ``items``, the last of them left out and
+    counted in ``omitted`` as far as it takes to keep the answer within RESPONSE_BUDGET bytes.
+    Fields in any order are one message to a reader."""
     number = head.DESCRIPTOR.fields_by_name[items].number
     tag = _varint(number << 3 | 2)  # length-delimited
-    room = limits.RESPONSE_BUDGET - head.ByteSize() - 16  # the count, when set
+    room = limits.RESPONSE_BUDGET - head.ByteSize() - len(more) - 16  # the count, when set
     data, left_out = _rows(tag, rows, room)
     if left_out:
         setattr(head, omitted, left_out)
-    return Encoded(type(head), head.SerializeToString() + data)
+    return Encoded(type(head), head.SerializeToString() + more + data)
 
 
 def reason(value: Reason | None) -> pb.Reason | None:
@@ -93,7 +96,7 @@ def _identity(runtime: ServingRuntime) -> bytes:
 def _judged(e: RuntimeVerdict) -> bytes:
     """The encoded fields after the runtime's identity; a shared verdict's are encoded once."""
     if e.shared is not None and e.shared.wire is not None:
-        return e.shared.wire  # type: ignore[no-any-return]
+        return e.shared.wire
     message = verdict(e)
     message.ClearField("name")
     message.ClearField("kind")
@@ -181,24 +184,37 @@ def entry(value: Entry) -> rpb.SupportedModelFormat:
     return out
 
 
-def ranked(e: RuntimeVerdict) -> pb.RankedRuntime:
-    """A ranked runtime. What follows its identity is encoded once for a shared verdict and
+_RANKING_TAG = _varint(pb.SelectResponse.DESCRIPTOR.fields_by_name["ranking"].number << 3 | 2)
+
+
+def ranking(verdicts: Sequence[RuntimeVerdict]) -> bytes:
+    """SelectResponse.ranking, encoded: each runtime's identity (fields 1-3, as a
+    RuntimeVerdict's), then the rest of its RankedRuntime."""
+    parts: list[bytes] = []
+    for e in verdicts:
+        row = _identity(e.runtime) + _ranked_tail(e)
+        parts += (_RANKING_TAG, _LENGTHS[len(row)] if len(row) < len(_LENGTHS) else _varint(len(row)), row)
+    return b"".join(parts)
+
+
+def _ranked_tail(e: RuntimeVerdict) -> bytes:
+    """A ranked runtime's fields after its identity, encoded once for a shared verdict and
     each shape of runtime it stands for (verdicts that say the same are shared across shapes,
     whose entries differ)."""
     shared, runtime = e.shared, e.runtime
-    if shared is not None:
-        if shared.ranked is None:
-            shared.ranked = {}
+    if shared is not None and shared.ranked is not None:
         tail = shared.ranked.get(runtime.shape)
         if tail is not None:
-            return pb.RankedRuntime.FromString(_identity(runtime) + tail)
+            return tail
     out = pb.RankedRuntime(score=e.score, entry_index=e.entry_index)
     if 0 <= e.entry_index < len(runtime.entries):
         out.entry.CopyFrom(entry(runtime.entries[e.entry_index]))
+    tail = out.SerializeToString()
     if shared is not None:
-        shared.ranked[runtime.shape] = out.SerializeToString()
-    out.name, out.kind, out.namespace = runtime.meta.name, runtime.kind, runtime.meta.namespace
-    return out
+        if shared.ranked is None:
+            shared.ranked = {}
+        shared.ranked[runtime.shape] = tail
+    return tail
 
 
 def rejection(value: Refusal | None) -> pb.Rejection | None:

@@ -176,13 +176,13 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         with under(ISVC_FIELD):
             result = decide.select(catalog, isvc, revision, fast=self.fast)
         head = pb.SelectResponse(
-            ranking=[responses.ranked(e) for e in result.ranking],
             error=result.error,
             warnings=list(result.warnings),
             revisions=self._revisions(revision, catalog),
             rejection=responses.rejection(result.refusal),
         )
-        return responses.encoded(head, "excluded", responses.excluded_rows(result.excluded), "excluded_omitted")
+        excluded = responses.excluded_rows(result.excluded)
+        return responses.encoded(head, "excluded", excluded, "excluded_omitted", responses.ranking(result.ranking))
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
         return self._serve("Explain", request, context, self._explain)
