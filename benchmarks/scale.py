@@ -18,7 +18,10 @@ served for a while) on a loopback socket:
   each on its own connection, ÷ empty RPCs on the same connections; from one process with the
   decision cache off and on, and with it off from each count of ``--processes`` (default: as
   many as the cores, which policyd pins one to a core, and twice as many, which it leaves to
-  the kernel) — the daemon's answer to a multi-core machine (policyd/server/processes.py);
+  the kernel) — the daemon's answer to a multi-core machine (policyd/server/processes.py):
+  first with each connection on the shared port (the process the kernel hashes it to), then
+  "balanced", each connection's calls spread over the processes' own ports (GetStatus
+  endpoints, gRPC round_robin), as ``policyctl --address a,b`` does;
 - reload: a rules file edited while a client calls Select: seconds until the new revision
   serves, and failed calls;
 - RSS: of the one-process daemon at the end, and of each --processes daemon (all its processes).
@@ -53,6 +56,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from testkit import synthetic  # noqa: E402
 from testkit.shared import CATALOG  # noqa: E402
 
+from clients.tls import target_of  # noqa: E402
 from policyd.contract import policy_pb2 as pb  # noqa: E402
 from policyd.contract import policy_pb2_grpc  # noqa: E402
 from policyd.contract import resources_pb2 as rpb  # noqa: E402
@@ -159,9 +163,11 @@ def daemon(catalog: Path, cache_mb: int, processes: int, parse_cache: Path) -> I
 
 
 def channel(address: str) -> grpc.Channel:
-    # a connection of its own (no shared subchannel), so several processes can share the load
-    options = [("grpc.use_local_subchannel_pool", 1), ("grpc.max_receive_message_length", 1 << 30)]
-    return grpc.insecure_channel(address, options=options)
+    """Connections of its own (no shared subchannel), so several processes can share the load;
+    ``address`` as the clients take it (comma-separated addresses: calls balanced over them)."""
+    target, options = target_of(address)
+    options += [("grpc.use_local_subchannel_pool", 1), ("grpc.max_receive_message_length", 1 << 30)]
+    return grpc.insecure_channel(target, options=options)
 
 
 def p50(call: Callable[[int], Any], n: int) -> tuple[float, list[Any]]:
@@ -361,9 +367,14 @@ def measure(size: str, n: int, seconds: float, processes: list[int]) -> Run:
     for count in processes:
         with daemon(catalog, 0, count, parse_cache) as d:
             add_models(d.address, extra_models)  # journaled to every process
-            throughput(d.address, distinct, seconds / 4)  # each process memoises what it decides
+            with channel(d.address) as c:
+                endpoints = ",".join(policy_pb2_grpc.PolicyServiceStub(c).GetStatus(pb.GetStatusRequest()).endpoints)
+            throughput(endpoints or d.address, distinct, seconds / 4)  # each process memoises what it decides
             empty_rate, select_rate = throughput(d.address, distinct, seconds)
             run.figures[f"throughput xempty, {count} proc"] = select_rate / empty_rate
+            if endpoints:  # (the code before it had none)
+                empty_rate, select_rate = throughput(endpoints, distinct, seconds)
+                run.figures[f"throughput xempty, {count} proc balanced"] = select_rate / empty_rate
             run.figures[f"RSS, {count} proc MB"] = rss_mb(d.pid)
     shutil.rmtree(parse_cache, ignore_errors=True)
     return run

@@ -7,6 +7,8 @@ plaintext (its file permissions say who may connect)."""
 from __future__ import annotations
 
 import argparse
+import json
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,14 +46,66 @@ class Connection:
             raise TlsFlagError(f"cannot read {err.filename}: {err.strerror}") from None
 
     def channel(self, address: str) -> grpc.Channel:
-        """A channel whose calls carry this connection's deadline unless they set their own."""
+        """A channel whose calls carry this connection's deadline unless they set their own.
+        Several ``host:port`` addresses, comma-separated, are one channel that sends each call
+        to the next of them (gRPC's round_robin): the processes of ``policyd --processes`` (its
+        GetStatus lists their endpoints) or replicas behind no balancer."""
+        target, options = target_of(address)
+        if options and self.tls:
+            options.append(("grpc.ssl_target_name_override", _host(address.split(",")[0].strip())))
         if not self.tls or address.startswith("unix:"):
-            channel = grpc.insecure_channel(address)
+            channel = grpc.insecure_channel(target, options=options)
         else:
-            channel = grpc.secure_channel(address, self.credentials())
+            channel = grpc.secure_channel(target, self.credentials(), options=options)
         if self.timeout is None:
             return channel
         return grpc.intercept_channel(channel, _Deadline(self.timeout))
+
+
+class AddressError(ValueError):
+    """A server address the client cannot connect to as written."""
+
+
+_ROUND_ROBIN = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
+
+
+def _host(address: str) -> str:
+    return address.rpartition(":")[0].removeprefix("[").removesuffix("]")
+
+
+def target_of(address: str) -> tuple[str, list[tuple[str, Any]]]:
+    """gRPC's target for an address as a flag gives it, and the channel options it needs;
+    AddressError for a list that cannot be one."""
+    return balanced(address) if "," in address else (address, [])
+
+
+def balanced(addresses: str) -> tuple[str, list[tuple[str, Any]]]:
+    """gRPC's target for comma-separated ``host:port`` addresses, and the channel options that
+    balance calls over them. gRPC takes a list of IP addresses of one family only: each host
+    stands for its first address of a family every host has (IPv4 when they all have it)."""
+    resolved: list[tuple[dict[int, str], str]] = []
+    for address in (a.strip() for a in addresses.split(",")):
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit() or address.startswith("unix:"):
+            raise AddressError(f"address {addresses!r}: {address!r} is not host:port (a list takes host:port only)")
+        try:
+            infos = socket.getaddrinfo(_host(address), int(port), type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError) as err:
+            raise AddressError(f"address {addresses!r}: cannot resolve {_host(address)!r}: {err}") from None
+        ips: dict[int, str] = {}
+        for family, _, _, _, sockaddr in infos:
+            ips.setdefault(family, str(sockaddr[0]))
+        resolved.append((ips, port))
+    common = set.intersection(*(set(ips) for ips, _ in resolved))
+    if not common:
+        raise AddressError(f"address {addresses!r}: mixes IPv4 and IPv6 addresses (gRPC balances over one family)")
+    family = socket.AF_INET if socket.AF_INET in common else socket.AF_INET6
+    listed = [
+        f"[{ips[family]}]:{port}" if family == socket.AF_INET6 else f"{ips[family]}:{port}" for ips, port in resolved
+    ]
+    scheme = "ipv6" if family == socket.AF_INET6 else "ipv4"
+    first = addresses.split(",")[0].strip()
+    return f"{scheme}:{','.join(listed)}", [("grpc.service_config", _ROUND_ROBIN), ("grpc.default_authority", first)]
 
 
 @dataclass(frozen=True)

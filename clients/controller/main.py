@@ -31,7 +31,11 @@ log = logging.getLogger("policyd.controller")
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="policy-controller", description=__doc__)
-    p.add_argument("--policyd", default="127.0.0.1:50051", help="policyd address (default %(default)s)")
+    p.add_argument(
+        "--policyd",
+        default="127.0.0.1:50051",
+        help="policyd address, or host:port addresses comma-separated to balance calls over (default %(default)s)",
+    )
     p.add_argument(
         "--renderer", default="unix:/tmp/policy-render.sock", help="renderer sidecar address (default %(default)s)"
     )
@@ -132,9 +136,11 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("kopf").setLevel(logging.WARNING)  # kopf logs every handled watch event at INFO
     try:
         load_configuration(args.kubeconfig)
+        for address in (args.policyd, args.renderer):
+            tls.target_of(address)  # an address that cannot be connected to is refused before starting
         if tls.of(args).tls:
             tls.of(args).credentials()  # unreadable TLS files are refused before starting
-    except (ConfigError, tls.TlsFlagError) as err:
+    except (ConfigError, tls.TlsFlagError, tls.AddressError) as err:
         print(f"policy-controller: {err}", file=sys.stderr)
         return 2
     return _exit(asyncio.run(run(args)))

@@ -158,6 +158,9 @@ def status(args: argparse.Namespace) -> Result:
         footer.append(table(("OBJECT", "ACTION", "AT", "FILE"), overrides))
     if reply.catalog_errors:
         footer += ["", "CATALOG ERRORS", *reply.catalog_errors]
+    if reply.endpoints:
+        footer += ["", "ENDPOINTS (one a process: --address with them, comma-separated, balances calls over all)"]
+        footer.append(",".join(reply.endpoints))
     columns = [Column(h) for h in ("RULES", "CATALOG", "RUNTIMES", "MODELS", "ISVCS", "ACCELERATORS")]
     columns += [Column(h) for h in ("ERRORS", "OVERRIDES", "LAST RELOAD")]
     columns += [Column("RELOAD ERROR", wide=True), Column("AT", wide=True)]

@@ -48,7 +48,11 @@ def _format(text: str) -> str:
 def _common() -> _Parser:
     """The options every command takes, anywhere on the line (before or after the command)."""
     p = _Parser(add_help=False, argument_default=argparse.SUPPRESS)
-    p.add_argument("--address", help=f"policyd address (env POLICYD_ADDRESS, else {DEFAULT_ADDRESS})")
+    p.add_argument(
+        "--address",
+        help=f"policyd address (env POLICYD_ADDRESS, else {DEFAULT_ADDRESS}); host:port addresses, comma-separated, "
+        "balance calls over them (a --processes daemon's, as policyctl status lists them)",
+    )
     p.add_argument("-n", "--namespace", help="namespace of namespaced objects without one (else: default)")
     p.add_argument("-o", "--output", type=_format, help="table, wide, name, json, yaml or jsonpath=TEMPLATE")
     p.add_argument(
@@ -206,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except grpc.RpcError as err:
         return _error(rpc_error(err, args.address), getattr(args, "failed", 1))
-    except (InputError, InvalidInput, OutputError, tls.TlsFlagError) as err:
+    except (InputError, InvalidInput, OutputError, tls.TlsFlagError, tls.AddressError) as err:
         return _error([str(err)], getattr(args, "failed", 1))
     except KeyboardInterrupt:
         return 130  # as a shell reports a command ended by Ctrl-C; no traceback

@@ -1168,6 +1168,7 @@ class GetStatusResponse(_message.Message):
     OVERRIDES_FIELD_NUMBER: _builtins.int
     INFERENCE_SERVICES_FIELD_NUMBER: _builtins.int
     ACCELERATOR_CLASSES_FIELD_NUMBER: _builtins.int
+    ENDPOINTS_FIELD_NUMBER: _builtins.int
     runtimes: _builtins.int
     models: _builtins.int
     inference_services: _builtins.int
@@ -1182,6 +1183,14 @@ class GetStatusResponse(_message.Message):
     def overrides(self) -> _containers.RepeatedCompositeFieldContainer[Global___CatalogOverride]:
         """Objects of the watched directory that ApplyObjects / DeleteObjects changed, by key."""
 
+    @_builtins.property
+    def endpoints(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Under `policyd --processes N`: each process's own address, as host:port. The shared
+        address goes to the process the kernel hashes a connection to; a client that balances
+        its calls over these (gRPC round_robin: policyctl --address a,b) spreads them over every
+        process. Empty for a daemon of one process.
+        """
+
     def __init__(
         self,
         *,
@@ -1193,10 +1202,11 @@ class GetStatusResponse(_message.Message):
         overrides: _abc.Iterable[Global___CatalogOverride] | None = ...,
         inference_services: _builtins.int = ...,
         accelerator_classes: _builtins.int = ...,
+        endpoints: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["last_attempt", b"last_attempt", "revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "catalog_errors", b"catalog_errors", "inference_services", b"inference_services", "last_attempt", b"last_attempt", "models", b"models", "overrides", b"overrides", "revisions", b"revisions", "runtimes", b"runtimes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "catalog_errors", b"catalog_errors", "endpoints", b"endpoints", "inference_services", b"inference_services", "last_attempt", b"last_attempt", "models", b"models", "overrides", b"overrides", "revisions", b"revisions", "runtimes", b"runtimes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -192,6 +192,8 @@ def add_limit_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--journal", type=Path, help=argparse.SUPPRESS)  # set by --processes for its workers
     p.add_argument("--pin-cpu", type=int, help=argparse.SUPPRESS)  # set by --processes for its workers
+    p.add_argument("--own-listen", type=_listen, help=argparse.SUPPRESS)  # set by --processes: a worker's own port
+    p.add_argument("--endpoints", default="", help=argparse.SUPPRESS)  # set by --processes: every worker's own port
     p.add_argument(
         "--parse-cache",
         type=Path,
@@ -337,10 +339,13 @@ def _serve(args: argparse.Namespace) -> int:
     if args.pin_cpu is not None:
         pin_to_cpu(args.pin_cpu)  # loaded (its parsing forked onto every CPU), before serving
     server = new_server(args.workers, limits.max_message_bytes, limits.max_concurrent, [gate], shared)
-    policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, decisions), server)
+    endpoints = tuple(e for e in args.endpoints.split(",") if e)
+    policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, decisions, endpoints=endpoints), server)
     health_servicer = add_health(server, [service])
     reflection.enable_server_reflection((service, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     address = listen_on(server, args.listen, credentials, args.insecure, shared)
+    if args.own_listen is not None:
+        listen_on(server, args.own_listen, credentials, args.insecure, shared)
     probes = None
     if args.health_listen is not None:
         probes = new_server(1, 1 << 16, shared=shared)

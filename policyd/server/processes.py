@@ -2,8 +2,12 @@
 
 A supervisor reserves the TCP port and starts N worker processes, each a whole daemon (rules,
 catalog, caches) listening on the same port with SO_REUSEPORT: the kernel spreads connections
-over them. Each loads the same rules and catalog directories, so they start at the same
-revisions (revisions are digests of content).
+over them, by a hash of each connection's addresses — so the 4 connections of one client all
+land on one of 2 workers 1 time in 8. Each worker also listens on a port of its own (reserved
+too, so a restarted worker gets it back), and GetStatus lists them as ``endpoints``: a client
+that balances its calls over those (gRPC round_robin; ``policyctl --address a,b``) uses every
+worker whatever the hash. Each worker loads the same rules and catalog directories, so they
+start at the same revisions (revisions are digests of content).
 
 Catalog changes made over gRPC go through a journal that every worker shares: a worker that
 takes ApplyObjects or DeleteObjects validates it, then, holding the journal's lock (flock),
@@ -39,14 +43,24 @@ from pathlib import Path
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key
-from policyd.grpc_process import Listen, announce
+from policyd.grpc_process import Listen, announce, parse_listen
 from policyd.server.state import Change, ServingState
 
 log = logging.getLogger("policyd.processes")
 _SEQ = struct.Struct("<q")
 _LENGTH = struct.Struct("<I")
 # options a worker gets from the supervisor rather than from the command line
-_OWN = ("--processes", "--listen", "--health-listen", "--ready-file", "--metrics-port", "--journal", "--pin-cpu")
+_OWN = (
+    "--processes",
+    "--listen",
+    "--health-listen",
+    "--ready-file",
+    "--metrics-port",
+    "--journal",
+    "--pin-cpu",
+    "--own-listen",
+    "--endpoints",
+)
 AFFINITIES = ("auto", "on", "off")
 
 
@@ -230,14 +244,23 @@ def supervise(argv: Sequence[str], args: argparse.Namespace) -> int:
             return 2
         held.append(sock)
         addresses += [flag, address]
+    # each worker's own port, on the --listen host
+    try:
+        own = [_reserve(parse_listen(f"{args.listen.text.rsplit(':', 1)[0]}:0")) for _ in range(args.processes)]
+    except OSError as err:
+        print(f"policyd: cannot start: cannot reserve a port for each process: {err.strerror or err}", file=sys.stderr)
+        return 2
+    held += [sock for sock, _ in own]
+    endpoints = [address for _, address in own]
     root = Journal.create()
     base = [sys.executable, "-m", "policyd.server.main", *_worker_argv(argv), "--journal", str(root), *addresses]
+    base += ["--endpoints", ",".join(endpoints)]
 
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()  # Linux's
     cpus = worker_cpus(args.cpu_affinity, args.processes, allowed)
 
     def start(i: int) -> subprocess.Popen[bytes]:
-        cmd = [*base, "--ready-file", str(root / f"ready-{i}")]
+        cmd = [*base, "--ready-file", str(root / f"ready-{i}"), "--own-listen", endpoints[i]]
         if args.metrics_port:
             cmd += ["--metrics-port", str(args.metrics_port + i)]
         if cpus is not None:
@@ -255,7 +278,10 @@ def supervise(argv: Sequence[str], args: argparse.Namespace) -> int:
                 return 2
         address = addresses[1]
         announce(address, args.ready_file)
-        log.info("serving", extra={"address": address, "processes": args.processes, "cpus": cpus or "any"})
+        log.info(
+            "serving",
+            extra={"address": address, "processes": args.processes, "cpus": cpus or "any", "endpoints": endpoints},
+        )
         while not stopping.wait(0.2):
             for i, worker in enumerate(workers):
                 if worker.poll() is not None:

@@ -6,7 +6,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import grpc
@@ -67,11 +67,14 @@ class _RequestId:
 
 
 class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
-    def __init__(self, state: ServingState, decisions: obs.DecisionLog, fast: bool = True) -> None:
+    def __init__(
+        self, state: ServingState, decisions: obs.DecisionLog, fast: bool = True, endpoints: Sequence[str] = ()
+    ) -> None:
         self.state = state
         self.decisions = decisions
         self.whatif = WhatIf(state)
         self.fast = fast  # False: judge every runtime in scope (the plain path the fast one must equal)
+        self.endpoints = list(endpoints)  # each process's own address, under --processes
 
     # -- plumbing -------------------------------------------------------------------------
     def _serve(
@@ -363,6 +366,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             inference_services=len(catalog.inference_services),
             accelerator_classes=len(catalog.accelerator_classes),
             catalog_errors=self.state.catalog_errors,
+            endpoints=self.endpoints,
             overrides=[
                 pb.CatalogOverride(key=object_key(key), action=o.action, at_unix_seconds=o.at, file=file)
                 for key, o, file in self.state.overrides()

@@ -1,12 +1,15 @@
 """policyd --processes 2: both worker processes answer on one port, and a catalog change one
-of them acknowledged is in every answer that follows, whichever process serves it; with
---cpu-affinity on, each worker runs on a CPU of its own."""
+of them acknowledged is in every answer that follows, whichever process serves it; each also
+answers on an endpoint of its own (GetStatus lists them), over which a client balances its
+calls; with --cpu-affinity on, each worker runs on a CPU of its own."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import time
 import urllib.request
 from pathlib import Path
 
@@ -14,9 +17,12 @@ import grpc
 from testkit.llama import model_manifest
 
 from clients.conformance.processes import serving
+from clients.tls import target_of
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
+
+from .support import policyctl
 
 CONNECTIONS = 8
 
@@ -124,3 +130,45 @@ def test_cpu_affinity_on_runs_each_worker_on_a_cpu_of_its_own(tmp_path: Path) ->
         masks = [_masks(pid) for pid in _workers(address)]
     assert len(masks) == 2 and all(len(m) == 1 and len(min(m)) == 1 for m in masks), masks  # each thread, one CPU
     assert sorted(min(min(m)) for m in masks) == [cpus[0], cpus[1 % len(cpus)]]
+
+
+def _own_endpoint(pid: int) -> str:
+    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return cmd[cmd.index(b"--own-listen") + 1].decode()
+
+
+def test_each_process_has_an_endpoint_of_its_own_and_a_client_balancing_over_them_uses_every_process(
+    tmp_path: Path,
+) -> None:
+    metrics = _free_ports(2)
+    args = ["--processes", "2", "--metrics-port", str(metrics), "--log-level", "warning"]
+    args += ["--parse-cache", "", "--catalog", str(tmp_path)]
+    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+        with grpc.insecure_channel(address) as c:
+            endpoints = list(policy_pb2_grpc.PolicyServiceStub(c).GetStatus(pb.GetStatusRequest()).endpoints)
+        workers = _workers(address)
+        assert sorted(endpoints) == sorted(_own_endpoint(pid) for pid in workers) and address not in endpoints
+        before = [_calls(metrics), _calls(metrics + 1)]
+        target, options = target_of(",".join(endpoints))
+        with grpc.insecure_channel(target, options=options) as balanced:
+            stub = policy_pb2_grpc.PolicyServiceStub(balanced)
+            for _ in range(20):
+                stub.GetStatus(pb.GetStatusRequest())
+        served = [_calls(metrics) - before[0], _calls(metrics + 1) - before[1]]
+        assert min(served) >= 5, f"calls each process served: {served}"
+        listed = policyctl("status", address=",".join(endpoints))
+        assert listed.returncode == 0 and ",".join(endpoints) in listed.stdout, listed.stderr
+
+        # a worker started again serves its endpoint again: the supervisor holds the port
+        mine = _own_endpoint(workers[0])
+        os.kill(workers[0], signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with grpc.insecure_channel(mine) as c:
+                    policy_pb2_grpc.PolicyServiceStub(c).GetStatus(pb.GetStatusRequest(), timeout=2)
+                break
+            except grpc.RpcError:
+                assert time.monotonic() < deadline, f"{mine} did not serve again"
+                time.sleep(0.2)
+        assert workers[0] not in _workers(address)

@@ -103,6 +103,9 @@ def test_tls_serves_policyctl_with_tls_ca_and_refuses_plaintext_clients(tmp_path
         assert _status(address, _credentials(ca)).runtimes == 1
         result = policyctl("status", "--tls-ca", str(ca.path), address=address)
         assert result.returncode == 0, result.stderr
+        # a list of addresses (calls balanced over them) checks the certificate by the first one's host
+        listed = policyctl("status", "--tls-ca", str(ca.path), address=f"{address},{address}")
+        assert listed.returncode == 0, listed.stderr
         plaintext = policyctl("status", "--request-timeout", "3", address=address)
         assert plaintext.returncode == 1 and "error:" in plaintext.stderr and "Traceback" not in plaintext.stderr
 
