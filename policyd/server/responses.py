@@ -45,10 +45,10 @@ def encoded(
     number = head.DESCRIPTOR.fields_by_name[items].number
     tag = _varint(number << 3 | 2)  # length-delimited
     room = limits.RESPONSE_BUDGET - head.ByteSize() - len(more) - 16  # the count, when set
-    data, left_out = _rows(tag, rows, room)
+    parts, left_out = _rows(tag, rows, room)
     if left_out:
         setattr(head, omitted, left_out)
-    return Encoded(type(head), head.SerializeToString() + more + data)
+    return Encoded(type(head), b"".join([head.SerializeToString(), more, *parts]))  # one copy of a large answer
 
 
 def reason(value: Reason | None) -> pb.Reason | None:
@@ -107,11 +107,11 @@ def _judged(e: RuntimeVerdict) -> bytes:
     return wire
 
 
-def _rows(tag: bytes, rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]], room: int) -> tuple[bytes, int]:
-    """Repeated RuntimeVerdict field ``tag`` holding each runtime's verdict: the runtime's
-    identity (fields 1-3), then the verdict's other fields, encoded once for all the runtimes
-    a shared verdict stands for — in field order, as the message itself would encode; and how
-    many of the last rows were left out to keep within ``room`` bytes."""
+def _rows(tag: bytes, rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]], room: int) -> tuple[list[bytes], int]:
+    """The encoded parts of repeated RuntimeVerdict field ``tag`` holding each runtime's
+    verdict: the runtime's identity (fields 1-3), then the verdict's other fields, encoded once
+    for all the runtimes a shared verdict stands for — in field order, as the message itself
+    would encode; and how many of the last rows were left out to keep within ``room`` bytes."""
     identities, lengths = _IDENTITY, _LENGTHS
     parts: list[bytes] = []
     total = 0
@@ -123,9 +123,9 @@ def _rows(tag: bytes, rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]], roo
         prefix = lengths[size] if size < len(lengths) else _varint(size)
         total += len(tag) + len(prefix) + size
         if total > room:
-            return b"".join(parts), len(rows) - n
+            return parts, len(rows) - n
         parts += (tag, prefix, ident, tail)
-    return b"".join(parts), 0
+    return parts, 0
 
 
 def excluded_rows(verdicts: Sequence[RuntimeVerdict]) -> list[tuple[ServingRuntime, RuntimeVerdict]]:
