@@ -164,7 +164,7 @@ class SharedVerdicts:
         own = {f for f, spec in FIELDS.items() if spec.scope == RUNTIME and not spec.relational}
         request_fields = sorted(f for f in matter.tested | matter.printed if FIELDS[f].scope in (REQUEST, MODEL))
         self._request_values = _values(request_fields)
-        self.runtime_fields = sorted(matter.tested & own)
+        self._runtime_values = _values(sorted(matter.tested & own))
         printed_only = (matter.printed - matter.tested) & own
         self._prints = {i: printed & printed_only for i, printed in matter.prints.items() if printed & printed_only}
         # by shape: the printed-only facts some verdict of that shape printed
@@ -191,7 +191,7 @@ class SharedVerdicts:
 
     def _shape(self, runtime: ServingRuntime, own: Record) -> Key:
         """The runtime's shape and the tested values of its ``own`` (intrinsic) facts."""
-        return (runtime.shape, tuple(_plain(own[f]) for f in self.runtime_fields))
+        return (runtime.shape, self._runtime_values(own))
 
     def runtime_key(self, runtime: ServingRuntime) -> int:
         keys = self._keys
