@@ -77,6 +77,13 @@ def _varint(n: int) -> bytes:
 
 
 _LENGTHS = [_varint(n) for n in range(1 << 14)]  # the length prefixes of rows up to 16 kB
+
+
+def _length(n: int) -> bytes:
+    """The length prefix of a field of ``n`` bytes (``_rows`` inlines it: the loop is a large answer's cost)."""
+    return _LENGTHS[n] if n < len(_LENGTHS) else _varint(n)
+
+
 _IDENTITY: dict[str, bytes] = {}  # by the runtime's digest (its name, kind and namespace among its content)
 _IDENTITY_LIMIT = 200_000
 
@@ -193,7 +200,7 @@ def ranking(verdicts: Sequence[RuntimeVerdict]) -> bytes:
     parts: list[bytes] = []
     for e in verdicts:
         row = _identity(e.runtime) + _ranked_tail(e)
-        parts += (_RANKING_TAG, _LENGTHS[len(row)] if len(row) < len(_LENGTHS) else _varint(len(row)), row)
+        parts += (_RANKING_TAG, _length(len(row)), row)
     return b"".join(parts)
 
 
