@@ -51,8 +51,9 @@ class Connection:
         to the next of them (gRPC's round_robin): the processes of ``policyd --processes`` (its
         GetStatus lists their endpoints) or replicas behind no balancer."""
         target, options = target_of(address)
-        if options and self.tls:
-            options.append(("grpc.ssl_target_name_override", _host(address.split(",")[0].strip())))
+        authority = dict(options).get("grpc.default_authority")
+        if authority and self.tls:  # a list: the certificate names the first host
+            options.append(("grpc.ssl_target_name_override", _host(authority)))
         if not self.tls or address.startswith("unix:"):
             channel = grpc.insecure_channel(target, options=options)
         else:
@@ -88,10 +89,11 @@ def balanced(addresses: str) -> tuple[str, list[tuple[str, Any]]]:
         host, sep, port = address.rpartition(":")
         if not sep or not host or not port.isdigit() or address.startswith("unix:"):
             raise AddressError(f"address {addresses!r}: {address!r} is not host:port (a list takes host:port only)")
+        host = _host(address)
         try:
-            infos = socket.getaddrinfo(_host(address), int(port), type=socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as err:
-            raise AddressError(f"address {addresses!r}: cannot resolve {_host(address)!r}: {err}") from None
+            raise AddressError(f"address {addresses!r}: cannot resolve {host!r}: {err}") from None
         ips: dict[int, str] = {}
         for family, _, _, _, sockaddr in infos:
             ips.setdefault(family, str(sockaddr[0]))
@@ -100,10 +102,9 @@ def balanced(addresses: str) -> tuple[str, list[tuple[str, Any]]]:
     if not common:
         raise AddressError(f"address {addresses!r}: mixes IPv4 and IPv6 addresses (gRPC balances over one family)")
     family = socket.AF_INET if socket.AF_INET in common else socket.AF_INET6
-    listed = [
-        f"[{ips[family]}]:{port}" if family == socket.AF_INET6 else f"{ips[family]}:{port}" for ips, port in resolved
-    ]
-    scheme = "ipv6" if family == socket.AF_INET6 else "ipv4"
+    v6 = family == socket.AF_INET6
+    listed = [f"[{ips[family]}]:{port}" if v6 else f"{ips[family]}:{port}" for ips, port in resolved]
+    scheme = "ipv6" if v6 else "ipv4"
     first = addresses.split(",")[0].strip()
     return f"{scheme}:{','.join(listed)}", [("grpc.service_config", _ROUND_ROBIN), ("grpc.default_authority", first)]
 
