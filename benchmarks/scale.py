@@ -66,6 +66,7 @@ RECIPE = "4"  # bump when synthetic.py changes, so cached catalogs are written a
 POOL_MODELS = 8
 EXPLAINED = 12  # InferenceServices explained, cycled through
 THREADS = 4  # client threads of the throughput figures
+SLICES = 8  # windows of each kind a throughput figure alternates
 CORES = os.cpu_count() or 2
 NONE_CALLS = 8  # Selects of InferenceServices nothing can serve (OME's message lists every runtime)
 
@@ -185,30 +186,41 @@ def add_models(address: str, models: list[rpb.Object]) -> None:
 
 
 def throughput(address: str, requests: list[Any], seconds: float) -> tuple[float, float]:
-    """Empty RPCs and then distinct Selects per second, from THREADS client threads each on a
+    """Empty RPCs and distinct Selects per second, from THREADS client threads each on a
     connection of its own: the same connections for both, so the two figures share the way the
     connections fell to the daemon's processes (SO_REUSEPORT hashes each connection to one).
-    The requests are built beforehand: what is timed is the daemon and gRPC, not the benchmark."""
+    The two alternate in SLICES windows each, so both meet the machine as it is at the time
+    (its speed wanders within seconds); each Select sends a request not sent before in the
+    call. The requests are built beforehand: what is timed is the daemon and gRPC, not the
+    benchmark."""
     channels = [channel(address) for _ in range(THREADS)]
+    sent = [0] * THREADS  # Selects each thread has sent
 
     def empty(k: int) -> Callable[[int], Any]:
         stub, check = health_pb2_grpc.HealthStub(channels[k]), health_pb2.HealthCheckRequest()
         return lambda i: stub.Check(check)
 
     def select(k: int) -> Callable[[int], Any]:
-        call, mine = policy_pb2_grpc.PolicyServiceStub(channels[k]).Select, requests[k::THREADS]
-        return lambda i: call(mine[i % len(mine)])
+        call, mine, first = policy_pb2_grpc.PolicyServiceStub(channels[k]).Select, requests[k::THREADS], sent[k]
+        return lambda i: call(mine[(first + i) % len(mine)])
 
     try:
-        return rate(empty, seconds), rate(select, seconds)
+        window = seconds / SLICES
+        empties, selects = 0.0, 0.0
+        for _ in range(SLICES):
+            empties += rate(empty, window)
+            selects += rate(select, window, sent)
+        return empties / SLICES, selects / SLICES
     finally:
         for c in channels:
             c.close()
 
 
-def rate(make: Callable[[int], Callable[[int], Any]], seconds: float) -> float:
-    """Calls per second of ``make(k)`` from THREADS threads, started together once each has called once."""
-    counts = [0] * THREADS
+def rate(make: Callable[[int], Callable[[int], Any]], seconds: float, calls: list[int] | None = None) -> float:
+    """Calls per second of ``make(k)`` from THREADS threads, started together once each has
+    called once (``make(k)(0)``, then 1, 2, ...); each thread's calls, that one included, are
+    added to ``calls[k]``."""
+    counts, ended = [0] * THREADS, [0.0] * THREADS
     stop = [0.0]
     ready = threading.Barrier(THREADS, action=lambda: stop.__setitem__(0, time.perf_counter() + seconds))
 
@@ -216,18 +228,21 @@ def rate(make: Callable[[int], Callable[[int], Any]], seconds: float) -> float:
         call = make(k)
         call(0)  # connected before counting
         ready.wait()
-        i = 0
+        i = 1
         while time.perf_counter() < stop[0]:
             call(i)
             i += 1
-        counts[k] = i
+        ended[k] = time.perf_counter()  # the last call ends past the stop: counted, and its time too
+        counts[k] = i - 1
+        if calls is not None:
+            calls[k] += i
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(THREADS)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return sum(counts) / seconds
+    return sum(counts) / (max(ended) - (stop[0] - seconds))
 
 
 @dataclass
