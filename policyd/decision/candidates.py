@@ -26,7 +26,7 @@ from typing import Any
 
 from policyd.catalog.snapshot import Catalog, Changes, Key
 from policyd.facts.derive import Record, entry_own_facts, intrinsic_facts
-from policyd.facts.fields import ENTRY, FIELDS, LIST, MODEL, REQUEST, RUNTIME
+from policyd.facts.fields import ENTRY, FIELDS, LIST, MODEL, REQUEST, RUNTIME, reader
 from policyd.policy.conditions import Constraint, pass_constraints
 from policyd.policy.model import DECIDING, Policy, Scoring
 from policyd.resources.objects import RUNTIME_KINDS, ServingRuntime
@@ -101,13 +101,14 @@ class Planner:
         self.entryless_blocked = any(g.entries is not None and g.entries.empty for g in policy.groups)
         used = {f for r in (*self.runtime_rules, *self.entry_rules) for f in r.fields}
         self.bound = sorted(f for f in used if FIELDS[f].scope in (REQUEST, MODEL))
+        self._bound_values = reader(self.bound)
         self.indexed = frozenset(f for f in used if _indexable(f))
         self._plans: dict[tuple[Any, ...], Plan] = {}
         self._lock = threading.Lock()
         self.number = next(_planners)  # revisions of one scoring share an index, not their plans
 
     def plan(self, base: Record) -> Plan:
-        key = tuple(tuple(base[f]) if isinstance(base[f], list) else base[f] for f in self.bound)
+        key = self._bound_values(base)
         found = self._plans.get(key)
         if found is None:
             found = self._make(base, (self.number, *key))

@@ -29,12 +29,12 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, cast
 
 from policyd.facts.derive import Record, Subject, intrinsic_facts
-from policyd.facts.fields import ENTRY, FIELDS, MODEL, REQUEST, RUNTIME
+from policyd.facts.fields import ENTRY, FIELDS, MODEL, REQUEST, RUNTIME, reader
 from policyd.policy.model import Group, Policy, Rule
 from policyd.policy.templates import placeholders
 from policyd.resources.objects import ServingRuntime
@@ -102,14 +102,6 @@ def _plain(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _values(fields: Sequence[str]) -> Callable[[Record], Key]:
-    """The record's values of ``fields``, hashable (read in C: a request key reads dozens)."""
-    if len(fields) < 2:
-        return lambda record: tuple(_plain(record[f]) for f in fields)
-    read = itemgetter(*fields)
-    return lambda record: tuple(map(_plain, read(record)))
-
-
 _NO_RECORD: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -163,8 +155,8 @@ class SharedVerdicts:
         matter = fields_that_matter(policy)
         own = {f for f, spec in FIELDS.items() if spec.scope == RUNTIME and not spec.relational}
         request_fields = sorted(f for f in matter.tested | matter.printed if FIELDS[f].scope in (REQUEST, MODEL))
-        self._request_values = _values(request_fields)
-        self._runtime_values = _values(sorted(matter.tested & own))
+        self._request_values = reader(request_fields)
+        self._runtime_values = reader(sorted(matter.tested & own))
         printed_only = (matter.printed - matter.tested) & own
         self._prints = {i: printed & printed_only for i, printed in matter.prints.items() if printed & printed_only}
         # by shape: the printed-only facts some verdict of that shape printed

@@ -122,14 +122,19 @@ def _model_facts(model: BaseModel | None, ref: ModelRef | None) -> Record:
 _NO_MODEL: Record = {name: spec.neutral_value for name, spec in fields_of(MODEL).items()}
 
 
+_MODELS: dict[str, Record] = {}  # a model's facts, by its digest
+
+
 def model_record(model: BaseModel) -> Record:
-    """The model's own facts (what a lint record of the model carries)."""
-    return _model_facts(model, None)
+    """The model's own facts (what a lint record of the model carries), made once per model:
+    read them, do not change them."""
+    return _memo(_MODELS, model.digest, lambda: _model_facts(model, None))
 
 
 def subject_record(subject: Subject) -> Record:
-    """The request record: the InferenceService's facts and its model's (computed once per request)."""
-    return {**_request_facts(subject.isvc, subject), **_model_facts(subject.model, subject.model_ref)}
+    """The request record: the InferenceService's facts and its model's."""
+    model = model_record(subject.model) if subject.model else _model_facts(None, subject.model_ref)
+    return {**_request_facts(subject.isvc, subject), **model}
 
 
 def _runtime_only_facts(runtime: ServingRuntime) -> Record:

@@ -20,7 +20,7 @@ from typing import Any
 import durable.engine
 import durable_rules_engine
 
-from policyd.facts.fields import FIELDS, LIST, SCOPES
+from policyd.facts.fields import FIELDS, LIST, SCOPES, reader
 from policyd.policy.model import Rule
 
 ANY = "__any__"
@@ -54,9 +54,7 @@ class _Scope:
         self.fields = sorted(frozenset().union(*(r.fields for r in self.rules))) if self.rules else []
         self.lists = {f for f in self.fields if FIELDS[f].type == LIST}
         self.memo: dict[tuple[Any, ...], Fired] = {}
-
-    def key(self, record: Mapping[str, Any]) -> tuple[Any, ...]:
-        return tuple(tuple(record[f]) if f in self.lists else record[f] for f in self.fields)
+        self.key = reader(self.fields)
 
     def fact(self, index: int, record: Mapping[str, Any], sid: str) -> dict[str, Any]:
         fact: dict[str, Any] = {"_i": index, "sid": sid}

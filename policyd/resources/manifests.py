@@ -66,9 +66,12 @@ def load_documents(text: str, source: str = "input", values: str | None = None) 
     return docs
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)  # made once, not on every call as json.dumps does
+
+
 def content_digest(doc: Mapping[str, Any]) -> str:
     """A short digest of a manifest's content, independent of key order."""
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return hashlib.sha256(_CANONICAL.encode(doc).encode()).hexdigest()[:16]
 
 
 def check_api_version(doc: Mapping[str, Any], kind: str) -> None:

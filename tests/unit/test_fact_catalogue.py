@@ -19,6 +19,7 @@ from policyd.facts.fields import (
     SCOPES,
     fields_of,
     neutral_record,
+    reader,
 )
 from policyd.policy.model import DECIDING
 from policyd.resources.manifests import parse_model, parse_runtime
@@ -58,11 +59,33 @@ def test_derived_records_carry_exactly_the_declared_fields_of_their_scope(scope:
     assert declared - derived == set(), "declared but never derived"
 
 
+TYPES = {"string": str, "boolean": bool, "integer": int, "list": list}
+
+
+@pytest.mark.parametrize("scope", [REQUEST, RUNTIME, ENTRY, COMPONENT, *LINT_SCOPES])
+def test_derived_records_hold_values_of_each_fields_declared_type(scope: str) -> None:
+    # memo keys (fields.reader) make a list field's value a tuple by its declared type
+    record = _records()[scope]
+    assert {
+        name: type(value).__name__ for name, value in record.items() if type(value) is not TYPES[FIELDS[name].type]
+    } == {}
+
+
+def test_a_key_holds_each_fields_value_and_a_list_fields_items_as_a_tuple() -> None:
+    names = ["model_name", "accelerator_classes_requested", "isvc_has_engine"]
+    key = reader(names)
+    record = {"model_name": "m", "accelerator_classes_requested": ["a", "b"], "isvc_has_engine": True, "other": 1}
+    assert key(record) == ("m", ("a", "b"), True)
+    assert hash(key(record)) == hash(key({**record, "other": 2}))
+    assert reader(["accelerator_classes_requested"])(record) == (("a", "b"),)
+    assert reader(["model_name", "isvc_has_engine"])(record) == ("m", True)
+    assert reader([])(record) == ()
+
+
 def test_every_field_belongs_to_a_scope_and_has_a_neutral_value_of_its_type() -> None:
-    types = {"string": str, "boolean": bool, "integer": int, "list": list}
     for name, spec in FIELDS.items():
         assert spec.scope in SCOPES, name
-        assert type(spec.neutral_value) is types[spec.type], name
+        assert type(spec.neutral_value) is TYPES[spec.type], name
     assert set(fields_of(MODEL)) <= set(fields_of(REQUEST))
 
 
