@@ -13,7 +13,8 @@ served for a while) on a loopback socket:
 - Select, Explain: p50 over a pool of InferenceServices (models of the catalog x the shapes of
   synthetic.isvc_shapes), each call under a new name (requests built beforehand); Explain also
   per runtime in scope, beyond an empty RPC made just before it;
-- ApplyObjects / DeleteObjects of one runtime: p50;
+- ApplyObjects / DeleteObjects of one runtime: p50, and p50 of each ÷ an empty RPC made just
+  before it;
 - throughput: distinct Selects (a new name each, built beforehand) from 4 client threads,
   each on its own connection, ÷ empty RPCs on the same connections; from one process with the
   decision cache off and on, and with it off from each count of ``--processes`` (default: as
@@ -24,7 +25,10 @@ served for a while) on a loopback socket:
   endpoints, gRPC round_robin), as ``policyctl --address a,b`` does;
 - reload: a rules file edited while a client calls Select: seconds until the new revision
   serves, and failed calls;
-- RSS: of the one-process daemon at the end, and of each --processes daemon (all its processes).
+- RSS: of the one-process daemon at the end, and of each --processes daemon (all its processes);
+- with 200 and 20,000 among the sizes: Select, Apply and Delete at 20,000 ÷ at 200, run by run,
+  each figure as a ratio to its own run's empty RPC (the sizes run minutes apart, and the
+  machine's speed wanders in between), and as the plain ratio of times.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +184,19 @@ def p50(call: Callable[[int], Any], n: int) -> tuple[float, list[Any]]:
     return statistics.median(samples), replies
 
 
+def beside_empty(call: Callable[[int], Any], empty: Callable[[], Any], n: int) -> list[tuple[float, float, Any]]:
+    """``call(i)`` for i < n, each just after an empty RPC of its own: (its time, the empty
+    RPC's, its reply) each, so a ratio of the two meets the machine as it was at the time."""
+    samples = []
+    for i in range(n):
+        start = time.perf_counter()
+        empty()
+        between = time.perf_counter()
+        reply = call(i)
+        samples.append((time.perf_counter() - between, between - start, reply))
+    return samples
+
+
 def add_models(address: str, models: list[rpb.Object]) -> None:
     with channel(address) as ch:
         policy_pb2_grpc.PolicyServiceStub(ch).ApplyObjects(pb.ApplyObjectsRequest(objects=models))
@@ -304,13 +321,11 @@ def measure(size: str, n: int, seconds: float, processes: list[int]) -> Run:
         none, _ = p50(select_none, NONE_CALLS)
         run.figures["Select, none selectable ms"] = none * 1e3
         # each Explain beside an empty RPC of its own: the machine's noise comes and goes within a run
-        samples = []
-        for i in range(explains_timed):
-            start = time.perf_counter()
-            health.Check(check)
-            between = time.perf_counter()
-            reply = explain(warm_explains + i)
-            samples.append((time.perf_counter() - between, between - start, len(reply.runtimes)))
+        empty_call = partial(health.Check, check)
+        samples = [
+            (t, e, len(reply.runtimes))
+            for t, e, reply in beside_empty(lambda i: explain(warm_explains + i), empty_call, explains_timed)
+        ]
         run.figures["Explain ms"] = statistics.median(t for t, _, _ in samples) * 1e3
         beyond = [(t - e) / max(1, k) * 1e6 for t, e, k in samples]
         run.figures["Explain us/runtime"] = statistics.median(beyond)
@@ -340,10 +355,10 @@ def measure(size: str, n: int, seconds: float, processes: list[int]) -> Run:
             key = pb.ObjectKey(kind="ClusterServingRuntime", name=f"bench-{i}")
             return policy.DeleteObjects(pb.DeleteObjectsRequest(keys=[key]))
 
-        applied, _ = p50(apply, n // 4)
-        deleted, _ = p50(delete, n // 4)
-        run.figures["Apply ms"] = applied * 1e3
-        run.figures["Delete ms"] = deleted * 1e3
+        for what, change in (("Apply", apply), ("Delete", delete)):
+            timed = beside_empty(change, empty_call, n // 4)
+            run.figures[f"{what} ms"] = statistics.median(t for t, _, _ in timed) * 1e3
+            run.figures[f"{what} xempty"] = statistics.median(t / e for t, e, _ in timed)
 
         # distinct names, more than the threads call in the time
         distinct = [pb.SelectRequest(inference_service=renamed(picks[i % len(picks)], f"t{i}")) for i in range(20_000)]
@@ -439,9 +454,12 @@ def main() -> None:
         print(key.ljust(30) + "".join(span([run.figures[key] for run in results[s]]).rjust(16) for s in sizes))
     if "200" in results and "20000" in results:
         pairs = list(zip(results["200"], results["20000"], strict=True))
-        for what in ("Select ms", "Apply ms", "Delete ms"):
-            ratios = [big.figures[what] / small.figures[what] for small, big in pairs]
-            print(f"{what.split()[0] + ' 20,000 / 200':30}{span(ratios):>16}")
+        # each run's figure as a ratio to its own empty RPC: the two sizes ran minutes apart
+        for what in ("Select", "Apply", "Delete"):
+            ratios = [big.figures[f"{what} xempty"] / small.figures[f"{what} xempty"] for small, big in pairs]
+            print(f"{what + ' 20,000 / 200 (xempty)':30}{span(ratios):>16}")
+            ratios = [big.figures[f"{what} ms"] / small.figures[f"{what} ms"] for small, big in pairs]
+            print(f"{what + ' 20,000 / 200 (ms)':30}{span(ratios):>16}")
 
 
 if __name__ == "__main__":
