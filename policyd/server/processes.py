@@ -39,11 +39,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key
-from policyd.grpc_process import Listen, announce, parse_listen
+from policyd.grpc_process import Listen, announce
 from policyd.server.state import Change, ServingState
 
 log = logging.getLogger("policyd.processes")
@@ -246,7 +247,7 @@ def supervise(argv: Sequence[str], args: argparse.Namespace) -> int:
         addresses += [flag, address]
     # each worker's own port, on the --listen host
     try:
-        own = [_reserve(parse_listen(f"{args.listen.text.rsplit(':', 1)[0]}:0")) for _ in range(args.processes)]
+        own = [_reserve(replace(args.listen, port=0)) for _ in range(args.processes)]
     except OSError as err:
         print(f"policyd: cannot start: cannot reserve a port for each process: {err.strerror or err}", file=sys.stderr)
         return 2
