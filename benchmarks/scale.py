@@ -312,8 +312,8 @@ def measure(size: str, n: int, seconds: float, processes: list[int]) -> Run:
             select(i)
         for i in range(warm_explains):
             explain(i)
-        check = health_pb2.HealthCheckRequest()
-        empty, _ = p50(lambda i: health.Check(check), n)
+        empty_call = partial(health.Check, health_pb2.HealthCheckRequest())
+        empty, _ = p50(lambda i: empty_call(), n)
         run.figures["empty ms"] = empty * 1e3
         sel, _ = p50(lambda i: select(warm_selects + i), n)
         run.figures["Select ms"] = sel * 1e3
@@ -321,7 +321,6 @@ def measure(size: str, n: int, seconds: float, processes: list[int]) -> Run:
         none, _ = p50(select_none, NONE_CALLS)
         run.figures["Select, none selectable ms"] = none * 1e3
         # each Explain beside an empty RPC of its own: the machine's noise comes and goes within a run
-        empty_call = partial(health.Check, check)
         samples = [
             (t, e, len(reply.runtimes))
             for t, e, reply in beside_empty(lambda i: explain(warm_explains + i), empty_call, explains_timed)
