@@ -66,14 +66,15 @@ class Selection:
 class Explanation:
     model: BaseModel
     model_format: str
-    # each runtime in scope with its verdict; a verdict may stand for every runtime of its
-    # shape (its own ``runtime`` is then one of them: decision/shared.py)
-    rows: tuple[tuple[ServingRuntime, RuntimeVerdict], ...]
+    scope: Sequence[ServingRuntime]  # every runtime in scope, in scope order (the catalog's object)
+    # each one's verdict; a verdict may stand for every runtime of its shape (its own
+    # ``runtime`` is then one of them: decision/shared.py)
+    verdicts: Sequence[RuntimeVerdict]
 
     @cached_property
     def runtimes(self) -> tuple[RuntimeVerdict, ...]:
         """Each runtime's verdict, about that runtime."""
-        return tuple(v if v.runtime is r else v.on(r) for r, v in self.rows)
+        return tuple(v if v.runtime is r else v.on(r) for r, v in zip(self.scope, self.verdicts, strict=True))
 
 
 @dataclass(frozen=True)
@@ -185,17 +186,23 @@ def _judge(
     return out
 
 
+def _verdicts_in_scope(
+    revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], fast: bool
+) -> list[RuntimeVerdict]:
+    """As ``_judge`` (named=False); ``fast`` judges each shape of runtime once
+    (decision/shared.py), so a verdict may be about another runtime of its shape."""
+    if not fast:
+        return _judge(revision, subject, base, runtimes, named=False)
+    shared = _shared_verdicts(revision)
+    key = shared.request_key(subject, base, named=False)
+    return shared.verdicts(key, runtimes, lambda todo: _judge(revision, subject, base, todo, named=False))
+
+
 def _judge_in_scope(
     revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], fast: bool
 ) -> list[tuple[ServingRuntime, RuntimeVerdict]]:
-    """As ``_judge`` (named=False), each runtime with its verdict; ``fast`` judges each shape
-    of runtime once (decision/shared.py), so a verdict may be about another runtime of its shape."""
-    if not fast:
-        return list(zip(runtimes, _judge(revision, subject, base, runtimes, named=False), strict=True))
-    shared = _shared_verdicts(revision)
-    key = shared.request_key(subject, base, named=False)
-    found = shared.verdicts(key, runtimes, lambda todo: _judge(revision, subject, base, todo, named=False))
-    return list(zip(runtimes, found, strict=True))
+    """Each runtime with its verdict, as ``_verdicts_in_scope``."""
+    return list(zip(runtimes, _verdicts_in_scope(revision, subject, base, runtimes, fast), strict=True))
 
 
 def _own(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> list[RuntimeVerdict]:
@@ -359,8 +366,8 @@ def explain_model(
 def _explain(
     revision: Revision, catalog: Catalog, subject: Subject, base: Record, model: BaseModel, fast: bool
 ) -> Explanation:
-    rows = _judge_in_scope(revision, subject, base, catalog.in_scope(subject.namespace), fast)
-    return Explanation(model, format_label(model), tuple(rows))
+    scope = catalog.in_scope(subject.namespace)
+    return Explanation(model, format_label(model), scope, _verdicts_in_scope(revision, subject, base, scope, fast))
 
 
 def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Resolution:

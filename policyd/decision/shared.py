@@ -220,9 +220,10 @@ class SharedVerdicts:
         known = known or {}
         printing = self._printing
         keys = self._runtime_keys(runtimes)
-        missing = set(keys).difference(known)
-        if not missing:
-            return list(map(known.__getitem__, keys))
+        try:
+            return list(map(known.__getitem__, keys))  # a known request: the lookups cost less than a set of the keys
+        except KeyError:
+            missing = set(keys).difference(known)
         fresh = self._judged(keys, runtimes, missing, judge)
         # runtimes of one shape told apart by what their verdicts print (the keys of this call
         # may be older than what another call learnt meanwhile)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Generic, TypeVar
 
 from google.protobuf.message import Message
@@ -36,16 +40,22 @@ def encode(message: M) -> Encoded[M]:
 
 
 def encoded(
-    head: M, items: str, rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]], omitted: str, more: bytes = b""
+    head: M,
+    items: str,
+    identities: Sequence[bytes],
+    verdicts: Sequence[RuntimeVerdict],
+    omitted: str,
+    more: bytes = b"",
 ) -> Encoded[M]:
     """``head`` (a response without its repeated verdicts), ``more`` of its fields already
-    encoded, and the verdict ``rows`` in its field ``items``, the last of them left out and
+    encoded, and the ``verdicts`` in its field ``items``, each after its runtime's encoded
+    identity (from ``scope_identities`` or ``identities``), the last of them left out and
     counted in ``omitted`` as far as it takes to keep the answer within RESPONSE_BUDGET bytes.
     Fields in any order are one message to a reader."""
     number = head.DESCRIPTOR.fields_by_name[items].number
     tag = _varint(number << 3 | 2)  # length-delimited
     room = limits.RESPONSE_BUDGET - head.ByteSize() - len(more) - 16  # the count, when set
-    parts, left_out = _rows(tag, rows, room)
+    parts, left_out = _rows(tag, identities, verdicts, room)
     if left_out:
         setattr(head, omitted, left_out)
     return Encoded(type(head), b"".join([head.SerializeToString(), more, *parts]))  # one copy of a large answer
@@ -76,12 +86,22 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-_LENGTHS = [_varint(n) for n in range(1 << 14)]  # the length prefixes of rows up to 16 kB
+_HEADS_UP_TO = 1 << 12  # rows up to 4 kB have their tag and length prefix made once
+_HEADS: dict[bytes, list[bytes]] = {}  # by tag
 
 
-def _length(n: int) -> bytes:
-    """The length prefix of a field of ``n`` bytes (``_rows`` inlines it: the loop is a large answer's cost)."""
-    return _LENGTHS[n] if n < len(_LENGTHS) else _varint(n)
+def _heads(tag: bytes) -> list[bytes]:
+    """Field ``tag``'s tag and length prefix, by the field's length up to _HEADS_UP_TO."""
+    found = _HEADS.get(tag)
+    if found is None:
+        found = _HEADS[tag] = [tag + _varint(n) for n in range(_HEADS_UP_TO)]
+    return found
+
+
+def _head(tag: bytes, n: int) -> bytes:
+    """Field ``tag``'s tag and the length prefix of ``n`` bytes."""
+    heads = _heads(tag)
+    return heads[n] if n < len(heads) else tag + _varint(n)
 
 
 _IDENTITY: dict[str, bytes] = {}  # by the runtime's digest (its name, kind and namespace among its content)
@@ -89,6 +109,7 @@ _IDENTITY_LIMIT = 200_000
 
 
 def _identity(runtime: ServingRuntime) -> bytes:
+    """The runtime's identity as a RuntimeVerdict's fields 1-3 encode it."""
     key = runtime.digest
     found = _IDENTITY.get(key)
     if found is None:
@@ -97,6 +118,31 @@ def _identity(runtime: ServingRuntime) -> bytes:
         found = _IDENTITY[key] = pb.RuntimeVerdict(
             name=runtime.meta.name, kind=runtime.kind, namespace=runtime.meta.namespace
         ).SerializeToString()
+    return found
+
+
+def identities(runtimes: Iterable[ServingRuntime]) -> list[bytes]:
+    return [_IDENTITY.get(r.digest) or _identity(r) for r in runtimes]
+
+
+_SCOPES_KEPT = 16
+# the identities of the last scopes answered about, with the scope (a catalog's scopes are the
+# same objects while it stands, and a tuple's runtimes stay its own)
+_SCOPES: OrderedDict[int, tuple[Sequence[ServingRuntime], list[bytes]]] = OrderedDict()
+_SCOPES_LOCK = threading.Lock()
+
+
+def scope_identities(scope: Sequence[ServingRuntime]) -> Sequence[bytes]:
+    """``identities`` of a scope, made once per scope: an answer about a whole scope then
+    reads one list, not each runtime and a table (cold, that was a third of its encoding)."""
+    seen = _SCOPES.get(id(scope))
+    if seen is not None and seen[0] is scope:
+        return seen[1]
+    found = identities(scope)
+    with _SCOPES_LOCK:
+        _SCOPES[id(scope)] = (scope, found)
+        while len(_SCOPES) > _SCOPES_KEPT:
+            _SCOPES.popitem(last=False)
     return found
 
 
@@ -114,29 +160,29 @@ def _judged(e: RuntimeVerdict) -> bytes:
     return wire
 
 
-def _rows(tag: bytes, rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]], room: int) -> tuple[list[bytes], int]:
-    """The encoded parts of repeated RuntimeVerdict field ``tag`` holding each runtime's
-    verdict: the runtime's identity (fields 1-3), then the verdict's other fields, encoded once
-    for all the runtimes a shared verdict stands for — in field order, as the message itself
-    would encode; and how many of the last rows were left out to keep within ``room`` bytes."""
-    identities, lengths = _IDENTITY, _LENGTHS
+def _rows(
+    tag: bytes, identities: Sequence[bytes], verdicts: Sequence[RuntimeVerdict], room: int
+) -> tuple[list[bytes], int]:
+    """The encoded parts of repeated RuntimeVerdict field ``tag`` holding each verdict: its
+    runtime's identity (fields 1-3), then the verdict's other fields, encoded once for all the
+    runtimes a shared verdict stands for — in field order, as the message itself would encode;
+    and how many of the last rows were left out to keep within ``room`` bytes. The loop is a
+    large answer's cost: it inlines ``_judged``'s and ``_head``'s fast paths, and counts the
+    bytes once at the end (an answer seldom reaches the budget)."""
+    heads = _heads(tag)
+    limit = len(heads)
     parts: list[bytes] = []
-    total = 0
-    for n, (runtime, e) in enumerate(rows):
-        ident = identities.get(runtime.digest) or _identity(runtime)
+    for ident, e in zip(identities, verdicts, strict=True):
         shared = e.shared
-        tail = shared.wire if shared is not None and shared.wire is not None else _judged(e)
+        tail = (shared and shared.wire) or _judged(e)
         size = len(ident) + len(tail)
-        prefix = lengths[size] if size < len(lengths) else _varint(size)
-        total += len(tag) + len(prefix) + size
-        if total > room:
-            return parts, len(rows) - n
-        parts += (tag, prefix, ident, tail)
-    return parts, 0
-
-
-def excluded_rows(verdicts: Sequence[RuntimeVerdict]) -> list[tuple[ServingRuntime, RuntimeVerdict]]:
-    return [(e.runtime, e) for e in verdicts]
+        parts += (heads[size] if size < limit else _head(tag, size), ident, tail)
+    if sum(map(len, parts)) <= room:
+        return parts, 0
+    heads_, idents, tails = parts[::3], parts[1::3], parts[2::3]  # a row is three parts
+    rows_bytes = accumulate(len(h) + len(i) + len(t) for h, i, t in zip(heads_, idents, tails, strict=True))
+    kept = bisect_right(list(rows_bytes), room)
+    return parts[: 3 * kept], len(verdicts) - kept
 
 
 def verdict(e: RuntimeVerdict) -> pb.RuntimeVerdict:
@@ -200,7 +246,7 @@ def ranking(verdicts: Sequence[RuntimeVerdict]) -> bytes:
     parts: list[bytes] = []
     for e in verdicts:
         row = _identity(e.runtime) + _ranked_tail(e)
-        parts += (_RANKING_TAG, _length(len(row)), row)
+        parts += (_head(_RANKING_TAG, len(row)), row)
     return b"".join(parts)
 
 

@@ -184,8 +184,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             revisions=self._revisions(revision, catalog),
             rejection=responses.rejection(result.refusal),
         )
-        excluded = responses.excluded_rows(result.excluded)
-        return responses.encoded(head, "excluded", excluded, "excluded_omitted", responses.ranking(result.ranking))
+        excluded = responses.identities(e.runtime for e in result.excluded)
+        more = responses.ranking(result.ranking)
+        return responses.encoded(head, "excluded", excluded, result.excluded, "excluded_omitted", more)
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
         return self._serve("Explain", request, context, self._explain)
@@ -217,7 +218,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             model_name=explanation.model.meta.name,
             revisions=self._revisions(revision, catalog),
         )
-        return responses.encoded(head, "runtimes", explanation.rows, "runtimes_omitted")
+        runtimes = responses.scope_identities(explanation.scope)
+        return responses.encoded(head, "runtimes", runtimes, explanation.verdicts, "runtimes_omitted")
 
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:
         return self._serve("Resolve", request, context, self._resolve)
