@@ -14,7 +14,7 @@ from policyd.decision.candidates import Planner, index_for, selectable_candidate
 from policyd.decision.diffusers_effective import DiffusersEffective, backend_effective
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import rank
-from policyd.decision.shared import SharedVerdicts
+from policyd.decision.shared import Encodings, SharedVerdicts
 from policyd.decision.verdicts import (
     Reason,
     Refusal,
@@ -70,6 +70,7 @@ class Explanation:
     # each one's verdict; a verdict may stand for every runtime of its shape (its own
     # ``runtime`` is then one of them: decision/shared.py)
     verdicts: Sequence[RuntimeVerdict]
+    encodings: Encodings | None = None  # kept with the verdicts, when they are (decision/shared.py)
 
     @cached_property
     def runtimes(self) -> tuple[RuntimeVerdict, ...]:
@@ -188,21 +189,23 @@ def _judge(
 
 def _verdicts_in_scope(
     revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], fast: bool
-) -> list[RuntimeVerdict]:
+) -> tuple[list[RuntimeVerdict], Encodings | None]:
     """As ``_judge`` (named=False); ``fast`` judges each shape of runtime once
-    (decision/shared.py), so a verdict may be about another runtime of its shape."""
+    (decision/shared.py), so a verdict may be about another runtime of its shape, and keeps
+    the table of their encodings."""
     if not fast:
-        return _judge(revision, subject, base, runtimes, named=False)
+        return _judge(revision, subject, base, runtimes, named=False), None
     shared = _shared_verdicts(revision)
     key = shared.request_key(subject, base, named=False)
-    return shared.verdicts(key, runtimes, lambda todo: _judge(revision, subject, base, todo, named=False))
+    return shared.judged(key, runtimes, lambda todo: _judge(revision, subject, base, todo, named=False))
 
 
 def _judge_in_scope(
     revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], fast: bool
 ) -> list[tuple[ServingRuntime, RuntimeVerdict]]:
     """Each runtime with its verdict, as ``_verdicts_in_scope``."""
-    return list(zip(runtimes, _verdicts_in_scope(revision, subject, base, runtimes, fast), strict=True))
+    verdicts, _ = _verdicts_in_scope(revision, subject, base, runtimes, fast)
+    return list(zip(runtimes, verdicts, strict=True))
 
 
 def _own(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> list[RuntimeVerdict]:
@@ -367,7 +370,8 @@ def _explain(
     revision: Revision, catalog: Catalog, subject: Subject, base: Record, model: BaseModel, fast: bool
 ) -> Explanation:
     scope = catalog.in_scope(subject.namespace)
-    return Explanation(model, format_label(model), scope, _verdicts_in_scope(revision, subject, base, scope, fast))
+    verdicts, encodings = _verdicts_in_scope(revision, subject, base, scope, fast)
+    return Explanation(model, format_label(model), scope, verdicts, encodings)
 
 
 def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Resolution:

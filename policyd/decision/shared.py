@@ -56,6 +56,19 @@ class Shared:
         self.ranked: dict[str, bytes] | None = None  # by the shape of runtime
 
 
+class Encodings:
+    """What a transport made of the verdicts kept for one request key (each one's ``Shared.wire``),
+    by runtime key, and the keys of the runtimes asked about: an answer about a whole scope
+    reads them from one table instead of reaching through each verdict (cold, that was a third
+    of encoding it). Kept and dropped with the request key's verdicts."""
+
+    __slots__ = ("keys", "wires")
+
+    def __init__(self, keys: Sequence[int], wires: dict[int, bytes]) -> None:
+        self.keys = keys
+        self.wires = wires
+
+
 def _rule_prints(rule: Rule) -> set[str]:
     found: set[str] = set()
     for template in (rule.reason, rule.component, rule.model_value, rule.runtime_value):
@@ -162,7 +175,8 @@ class SharedVerdicts:
         # by shape: the printed-only facts some verdict of that shape printed
         self._printing: dict[Key, tuple[str, ...]] = {}
         self._kept = kept
-        self._by_request: OrderedDict[Key, dict[int, RuntimeVerdict]] = OrderedDict()
+        # by request key: its verdicts and what a transport made of them, by runtime key
+        self._by_request: OrderedDict[Key, tuple[dict[int, RuntimeVerdict], dict[int, bytes]]] = OrderedDict()
         self._count = 0
         self._numbers: dict[Key, int] = {}
         # kept verdicts by what they say, while some request key holds them
@@ -213,15 +227,21 @@ class SharedVerdicts:
     def verdicts(self, request: Key, runtimes: Sequence[ServingRuntime], judge: Judge) -> list[RuntimeVerdict]:
         """A verdict for each runtime, in order: one verdict for all the runtimes of a key (so
         its ``runtime`` is one of them); ``judge`` judges the keys not seen yet."""
+        return self.judged(request, runtimes, judge)[0]
+
+    def judged(
+        self, request: Key, runtimes: Sequence[ServingRuntime], judge: Judge
+    ) -> tuple[list[RuntimeVerdict], Encodings | None]:
+        """As ``verdicts``, with their Encodings; None when the verdicts are not kept."""
         with self._lock:
-            known = self._by_request.get(request)
-            if known is not None:
+            found = self._by_request.get(request)
+            if found is not None:
                 self._by_request.move_to_end(request)
-        known = known or {}
+        known = found[0] if found is not None else {}
         printing = self._printing
         keys = self._runtime_keys(runtimes)
-        try:
-            return list(map(known.__getitem__, keys))  # a known request: the lookups cost less than a set of the keys
+        try:  # a known request: the lookups cost less than a set of the keys
+            return list(map(known.__getitem__, keys)), Encodings(keys, found[1]) if found is not None else None
         except KeyError:
             missing = set(keys).difference(known)
         fresh = self._judged(keys, runtimes, missing, judge)
@@ -232,10 +252,10 @@ class SharedVerdicts:
             keys = self._runtime_keys(runtimes)
             fresh.update(self._judged(keys, runtimes, set(keys).difference(known, fresh), judge))
         if len(fresh) > self._kept // 4:
-            return [fresh.get(k) or known[k] for k in keys]
+            return [fresh.get(k) or known[k] for k in keys], None
         kept = {k: self._distinct_kept(v) for k, v in fresh.items()}
-        self._keep(request, kept)
-        return [kept.get(k) or known[k] for k in keys]
+        wires = self._keep(request, kept)
+        return [kept.get(k) or known[k] for k in keys], Encodings(keys, wires)
 
     _SCOPES = 16
 
@@ -288,12 +308,16 @@ class SharedVerdicts:
             self._distinct[content] = found = _kept(verdict, self._checks)
         return found
 
-    def _keep(self, request: Key, fresh: dict[int, RuntimeVerdict]) -> None:
+    def _keep(self, request: Key, fresh: dict[int, RuntimeVerdict]) -> dict[int, bytes]:
+        """Keep ``fresh`` for ``request``; the request key's table of encodings."""
         with self._lock:
-            mine = self._by_request.setdefault(request, {})
+            mine, wires = self._by_request.setdefault(request, ({}, {}))
             self._count += len(fresh.keys() - mine.keys())
             mine.update(fresh)
+            for key in fresh.keys() & wires.keys():  # (a key judged again, by a call racing this one)
+                del wires[key]
             self._by_request.move_to_end(request)
             while self._count > self._kept and len(self._by_request) > 1:
-                _, gone = self._by_request.popitem(last=False)
+                _, (gone, _) = self._by_request.popitem(last=False)
                 self._count -= len(gone)
+            return wires

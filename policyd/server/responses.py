@@ -15,12 +15,14 @@ from google.protobuf.message import Message
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 from policyd.decision.diffusers_effective import DiffusersEffective
+from policyd.decision.shared import Encodings
 from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict
 from policyd.resources.objects import Entry, Pipeline, PipelineComponent, ServingRuntime, VersionedName
 from policyd.resources.proto import manifest_to_message
 from policyd.server import limits
 
 M = TypeVar("M", bound=Message)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -39,25 +41,62 @@ def encode(message: M) -> Encoded[M]:
     return Encoded(type(message), message.SerializeToString())
 
 
-def encoded(
-    head: M,
-    items: str,
-    identities: Sequence[bytes],
-    verdicts: Sequence[RuntimeVerdict],
-    omitted: str,
-    more: bytes = b"",
-) -> Encoded[M]:
+@dataclass(frozen=True)
+class Rows:
+    """An answer's verdicts, each to be encoded after its runtime's identity (from
+    ``scope_identities`` or ``identities``), with the table of encodings kept with them when
+    there is one (decision/shared.py; filled here as they are first encoded)."""
+
+    identities: Sequence[bytes]
+    verdicts: Sequence[RuntimeVerdict]
+    encodings: Encodings | None = None
+
+    def tails(self, start: int, stop: int) -> Sequence[bytes]:
+        """The encoded fields after the identity of the verdicts of rows ``start`` to ``stop``."""
+        if self.encodings is None:
+            return list(map(_judged, _part(self.verdicts, start, stop)))
+        wires, keys = self.encodings.wires, _part(self.encodings.keys, start, stop)
+        try:  # an answer given before: every one is in the table (and no verdict is read)
+            return list(map(wires.__getitem__, keys))
+        except KeyError:
+            pass
+        found = []
+        for key, e in zip(keys, _part(self.verdicts, start, stop), strict=True):
+            wire = wires.get(key)
+            if wire is None:
+                wire = wires[key] = _judged(e)
+            found.append(wire)
+        return found
+
+
+def _part(items: Sequence[T], start: int, stop: int) -> Sequence[T]:
+    return items if start == 0 and stop >= len(items) else items[start:stop]
+
+
+ROWS_AT_ONCE = 1024  # rows encoded between looks at the budget: a large scope's answer stops at it
+
+
+def encoded(head: M, items: str, rows: Rows, omitted: str, more: bytes = b"") -> Encoded[M]:
     """``head`` (a response without its repeated verdicts), ``more`` of its fields already
-    encoded, and the ``verdicts`` in its field ``items``, each after its runtime's encoded
-    identity (from ``scope_identities`` or ``identities``), the last of them left out and
-    counted in ``omitted`` as far as it takes to keep the answer within RESPONSE_BUDGET bytes.
-    Fields in any order are one message to a reader."""
+    encoded, and the ``rows`` in its field ``items``, the last of them left out and counted in
+    ``omitted`` as far as it takes to keep the answer within RESPONSE_BUDGET bytes. Fields in
+    any order are one message to a reader."""
     number = head.DESCRIPTOR.fields_by_name[items].number
     tag = _varint(number << 3 | 2)  # length-delimited
     room = limits.RESPONSE_BUDGET - head.ByteSize() - len(more) - 16  # the count, when set
-    parts, left_out = _rows(tag, identities, verdicts, room)
-    if left_out:
-        setattr(head, omitted, left_out)
+    parts: list[bytes] = []
+    count = len(rows.identities)
+    for start in range(0, count, ROWS_AT_ONCE):
+        stop = start + ROWS_AT_ONCE
+        some = _rows(tag, _part(rows.identities, start, stop), rows.tails(start, stop))
+        size = sum(map(len, some))
+        if size > room:
+            kept = _fitting(some, room)
+            parts += some[: 3 * kept]
+            setattr(head, omitted, count - start - kept)
+            break
+        room -= size
+        parts += some
     return Encoded(type(head), b"".join([head.SerializeToString(), more, *parts]))  # one copy of a large answer
 
 
@@ -160,29 +199,24 @@ def _judged(e: RuntimeVerdict) -> bytes:
     return wire
 
 
-def _rows(
-    tag: bytes, identities: Sequence[bytes], verdicts: Sequence[RuntimeVerdict], room: int
-) -> tuple[list[bytes], int]:
-    """The encoded parts of repeated RuntimeVerdict field ``tag`` holding each verdict: its
-    runtime's identity (fields 1-3), then the verdict's other fields, encoded once for all the
-    runtimes a shared verdict stands for — in field order, as the message itself would encode;
-    and how many of the last rows were left out to keep within ``room`` bytes. The loop is a
-    large answer's cost: it inlines ``_judged``'s and ``_head``'s fast paths, and counts the
-    bytes once at the end (an answer seldom reaches the budget)."""
+def _rows(tag: bytes, identities: Sequence[bytes], tails: Sequence[bytes]) -> list[bytes]:
+    """The encoded parts of repeated RuntimeVerdict field ``tag``, three for each runtime's row:
+    the field's tag and length, the runtime's identity (fields 1-3), then its verdict's other
+    fields — in field order, as the message itself would encode. The loop is a large answer's
+    cost: it inlines ``_head``'s fast path."""
     heads = _heads(tag)
     limit = len(heads)
     parts: list[bytes] = []
-    for ident, e in zip(identities, verdicts, strict=True):
-        shared = e.shared
-        tail = (shared and shared.wire) or _judged(e)
+    for ident, tail in zip(identities, tails, strict=True):
         size = len(ident) + len(tail)
         parts += (heads[size] if size < limit else _head(tag, size), ident, tail)
-    if sum(map(len, parts)) <= room:
-        return parts, 0
-    heads_, idents, tails = parts[::3], parts[1::3], parts[2::3]  # a row is three parts
-    rows_bytes = accumulate(len(h) + len(i) + len(t) for h, i, t in zip(heads_, idents, tails, strict=True))
-    kept = bisect_right(list(rows_bytes), room)
-    return parts[: 3 * kept], len(verdicts) - kept
+    return parts
+
+
+def _fitting(parts: list[bytes], room: int) -> int:
+    """How many of the rows ``_rows`` made fit in ``room`` bytes."""
+    sizes = (len(h) + len(i) + len(t) for h, i, t in zip(parts[::3], parts[1::3], parts[2::3], strict=True))
+    return bisect_right(list(accumulate(sizes)), room)
 
 
 def verdict(e: RuntimeVerdict) -> pb.RuntimeVerdict:

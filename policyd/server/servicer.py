@@ -184,9 +184,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             revisions=self._revisions(revision, catalog),
             rejection=responses.rejection(result.refusal),
         )
-        excluded = responses.identities(e.runtime for e in result.excluded)
-        more = responses.ranking(result.ranking)
-        return responses.encoded(head, "excluded", excluded, result.excluded, "excluded_omitted", more)
+        excluded = responses.Rows(responses.identities(e.runtime for e in result.excluded), result.excluded)
+        return responses.encoded(head, "excluded", excluded, "excluded_omitted", responses.ranking(result.ranking))
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
         return self._serve("Explain", request, context, self._explain)
@@ -218,8 +217,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             model_name=explanation.model.meta.name,
             revisions=self._revisions(revision, catalog),
         )
-        runtimes = responses.scope_identities(explanation.scope)
-        return responses.encoded(head, "runtimes", runtimes, explanation.verdicts, "runtimes_omitted")
+        identities = responses.scope_identities(explanation.scope)
+        rows = responses.Rows(identities, explanation.verdicts, explanation.encodings)
+        return responses.encoded(head, "runtimes", rows, "runtimes_omitted")
 
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:
         return self._serve("Resolve", request, context, self._resolve)

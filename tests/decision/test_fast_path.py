@@ -131,7 +131,8 @@ def test_fast_path_answers_every_request_as_the_plain_path(
         differ = []
         for what, request in requests:
             expected = _answer(plain, request, revision, snapshot)
-            if _answer(fast, request, revision, snapshot) != expected:
+            # asked twice: judged, then from what the first answer kept (verdicts, encodings)
+            if {_answer(fast, request, revision, snapshot) for _ in range(2)} != {expected}:
                 differ.append(what)
         assert differ == [], f"the fast path differs from the plain path for {differ[:5]}"
     assert len(requests) > 300
