@@ -12,7 +12,9 @@ served for a while) on a loopback socket:
 - start: from process start until it serves, the catalog loaded from its directory;
 - Select, Explain: p50 over a pool of InferenceServices (models of the catalog x the shapes of
   synthetic.isvc_shapes), each call under a new name (requests built beforehand); Explain also
-  per runtime in scope, beyond an empty RPC made just before it;
+  per runtime in scope, beyond an empty RPC made just before it; Explain in its default (basic)
+  view and in the full one, which also carries the reasons each group combined (about twice
+  the bytes);
 - ApplyObjects / DeleteObjects of one runtime: p50, and p50 of each ÷ an empty RPC made just
   before it;
 - throughput: distinct Selects (a new name each, built beforehand) from 4 client threads,
@@ -298,6 +300,12 @@ def measure(size: str, n: int, seconds: float, processes: list[int]) -> Run:
         explained = [renamed(explains[i % len(explains)], f"e{i}") for i in range(warm_explains + explains_timed)]
         select_requests = [pb.SelectRequest(inference_service=isvc) for isvc in selects + selects_none]
         explain_requests = [pb.ExplainRequest(inference_service=isvc) for isvc in explained]
+        full_requests = [
+            pb.ExplainRequest(
+                inference_service=renamed(explains[i % len(explains)], f"f{i}"), view=pb.VERDICT_VIEW_FULL
+            )
+            for i in range(warm_explains + explains_timed)
+        ]
 
         def select(i: int) -> Any:
             return policy.Select(select_requests[i])
@@ -308,10 +316,14 @@ def measure(size: str, n: int, seconds: float, processes: list[int]) -> Run:
         def explain(i: int) -> Any:
             return policy.Explain(explain_requests[i])
 
+        def explain_full(i: int) -> Any:
+            return policy.Explain(full_requests[i])
+
         for i in range(warm_selects):  # warm what is memoised below the decision cache
             select(i)
         for i in range(warm_explains):
             explain(i)
+            explain_full(i)
         empty_call = partial(health.Check, health_pb2.HealthCheckRequest())
         empty, _ = p50(lambda i: empty_call(), n)
         run.figures["empty ms"] = empty * 1e3
@@ -321,13 +333,14 @@ def measure(size: str, n: int, seconds: float, processes: list[int]) -> Run:
         none, _ = p50(select_none, NONE_CALLS)
         run.figures["Select, none selectable ms"] = none * 1e3
         # each Explain beside an empty RPC of its own: the machine's noise comes and goes within a run
-        samples = [
-            (t, e, len(reply.runtimes))
-            for t, e, reply in beside_empty(lambda i: explain(warm_explains + i), empty_call, explains_timed)
-        ]
-        run.figures["Explain ms"] = statistics.median(t for t, _, _ in samples) * 1e3
-        beyond = [(t - e) / max(1, k) * 1e6 for t, e, k in samples]
-        run.figures["Explain us/runtime"] = statistics.median(beyond)
+        for label, ask in (("Explain", explain), ("Explain, full view,", explain_full)):
+            samples = [
+                (t, e, len(reply.runtimes))
+                for t, e, reply in beside_empty(lambda i, ask=ask: ask(warm_explains + i), empty_call, explains_timed)
+            ]
+            run.figures[f"{label} ms"] = statistics.median(t for t, _, _ in samples) * 1e3
+            beyond = [(t - e) / max(1, k) * 1e6 for t, e, k in samples]
+            run.figures[f"{label} us/runtime"] = statistics.median(beyond)
         run.figures["in scope"] = statistics.median(k for _, _, k in samples)
         # an InferenceService of a model the daemon has not seen: nothing memoised yet
         fresh = synthetic.models(families=0, limit=len(synthetic.templates()))

@@ -19,7 +19,7 @@ from clients.decision import decide, from_catalog, placed_on, render_request
 from clients.policyctl import inputs
 from clients.policyctl.connection import Caller, as_objects, renderer_stub
 from clients.policyctl.kinds import INFERENCE_SERVICE, object_name, short_kind
-from clients.policyctl.output import Column, Result, as_dict, table
+from clients.policyctl.output import Column, Result, as_dict, shows_answer, table
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 
@@ -73,9 +73,14 @@ def _yes(value: bool) -> str:
     return "Yes" if value else "No"
 
 
+def _view(args: argparse.Namespace) -> pb.VerdictView.ValueType:
+    """The verdicts' FULL view (each group's reasons too) when the whole answer is printed."""
+    return pb.VERDICT_VIEW_FULL if shows_answer(getattr(args, "output", None)) else pb.VERDICT_VIEW_BASIC
+
+
 def explain(args: argparse.Namespace) -> Result:
     call = caller(args)
-    request = pb.ExplainRequest()
+    request = pb.ExplainRequest(view=_view(args))
     if args.model:
         if args.filename or args.isvc:
             raise UsageError("give either --model NAME, -f FILENAME or --isvc NAME")
@@ -124,7 +129,8 @@ def _omitted(count: int, what: str) -> list[str]:
 def select(args: argparse.Namespace) -> Result:
     call = caller(args)
     isvc, catalog = _request(args)
-    reply: pb.SelectResponse = call("Select", pb.SelectRequest(inference_service=isvc, catalog=catalog))
+    request = pb.SelectRequest(inference_service=isvc, catalog=catalog, view=_view(args))
+    reply: pb.SelectResponse = call("Select", request)
     rows = [
         (
             r.name,

@@ -33,6 +33,11 @@ def output_format(text: str) -> str:
     )
 
 
+def shows_answer(fmt: str | None) -> bool:
+    """Whether the format prints the daemon's whole answer (json, yaml, jsonpath), not a view of it."""
+    return fmt is not None and (fmt in ("json", "yaml") or fmt.startswith("jsonpath="))
+
+
 @dataclass(frozen=True)
 class Column:
     header: str

@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from policyd.contract import resources_pb2 as _resources_pb2
 import builtins as _builtins
 import sys
@@ -19,6 +20,36 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _VerdictView:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _VerdictViewEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_VerdictView.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    VERDICT_VIEW_UNSPECIFIED: _VerdictView.ValueType  # 0
+    """BASIC."""
+    VERDICT_VIEW_BASIC: _VerdictView.ValueType  # 1
+    """Each reason whole as OME prints it, with its rule, effect, kind, component and values; a
+    group's reason without the reasons it combined (its message holds theirs).
+    """
+    VERDICT_VIEW_FULL: _VerdictView.ValueType  # 2
+    """Also each group's reasons, in order (Reason.parts): about half the answer's bytes."""
+
+class VerdictView(_VerdictView, metaclass=_VerdictViewEnumTypeWrapper):
+    """How much of each runtime's verdict Select and Explain carry (as AIP-157's resource views).
+    They answer about every runtime in scope, a list: BASIC unless FULL is asked for.
+    """
+
+VERDICT_VIEW_UNSPECIFIED: VerdictView.ValueType  # 0
+"""BASIC."""
+VERDICT_VIEW_BASIC: VerdictView.ValueType  # 1
+"""Each reason whole as OME prints it, with its rule, effect, kind, component and values; a
+group's reason without the reasons it combined (its message holds theirs).
+"""
+VERDICT_VIEW_FULL: VerdictView.ValueType  # 2
+"""Also each group's reasons, in order (Reason.parts): about half the answer's bytes."""
+Global___VerdictView: _TypeAlias = VerdictView  # noqa: Y015
 
 @_typing.final
 class Revisions(_message.Message):
@@ -101,7 +132,9 @@ class Reason(_message.Message):
     """
     @_builtins.property
     def parts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Reason]:
-        """The reasons a group combined into this one (e.g. each entry's format mismatches), in order."""
+        """The reasons a group combined into this one (e.g. each entry's format mismatches), in
+        order; in the FULL view (VerdictView) of Select and Explain, and in every other answer.
+        """
 
     def __init__(
         self,
@@ -217,6 +250,9 @@ class SelectRequest(_message.Message):
 
     INFERENCE_SERVICE_FIELD_NUMBER: _builtins.int
     CATALOG_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    view: Global___VerdictView.ValueType
+    """Of the excluded runtimes' verdicts."""
     @_builtins.property
     def inference_service(self) -> _resources_pb2.InferenceServiceInput: ...
     @_builtins.property
@@ -226,10 +262,11 @@ class SelectRequest(_message.Message):
         *,
         inference_service: _resources_pb2.InferenceServiceInput | None = ...,
         catalog: Global___RequestCatalog | None = ...,
+        view: Global___VerdictView.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "inference_service", b"inference_service"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "inference_service", b"inference_service"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "inference_service", b"inference_service", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -322,6 +359,8 @@ class ExplainRequest(_message.Message):
     INFERENCE_SERVICE_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     CATALOG_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    view: Global___VerdictView.ValueType
     @_builtins.property
     def inference_service(self) -> _resources_pb2.InferenceServiceInput: ...
     @_builtins.property
@@ -334,10 +373,11 @@ class ExplainRequest(_message.Message):
         inference_service: _resources_pb2.InferenceServiceInput | None = ...,
         model: Global___ModelSubject | None = ...,
         catalog: Global___RequestCatalog | None = ...,
+        view: Global___VerdictView.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "inference_service", b"inference_service", "model", b"model", "subject", b"subject"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "inference_service", b"inference_service", "model", b"model", "subject", b"subject"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "inference_service", b"inference_service", "model", b"model", "subject", b"subject", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_subject: _TypeAlias = _typing.Literal["inference_service", "model"]  # noqa: Y015
     _WhichOneofArgType_subject: _TypeAlias = _typing.Literal["subject", b"subject"]  # noqa: Y015

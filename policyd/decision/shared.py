@@ -47,12 +47,13 @@ Key = tuple[Any, ...]
 
 
 class Shared:
-    """What a transport made of a shared verdict (its encoded form), made once."""
+    """What a transport made of a shared verdict (its encoded forms), made once."""
 
-    __slots__ = ("ranked", "wire")
+    __slots__ = ("ranked", "wire", "wire_full")
 
     def __init__(self) -> None:
-        self.wire: bytes | None = None
+        self.wire: bytes | None = None  # the verdict in a list's basic view
+        self.wire_full: bytes | None = None  # and in its full one
         self.ranked: dict[str, bytes] | None = None  # by the shape of runtime
 
 

@@ -58,3 +58,12 @@ def catalog_keys(keys: Sequence[pb.ObjectKey], field: str = "keys") -> list[Key]
 def object_key(key: Key) -> pb.ObjectKey:
     kind, namespace, name = key
     return pb.ObjectKey(kind=kind, namespace=namespace, name=name)
+
+
+def full_view(view: int) -> bool:
+    """Whether a request's ``view`` asks for each verdict's FULL view (BASIC is the default)."""
+    values = pb.VerdictView.DESCRIPTOR.values
+    if view not in {v.number for v in values}:
+        names = ", ".join(v.name for v in values if v.number)  # 0 is BASIC unsaid
+        raise InvalidInput("view", f"unknown view {view} (one of {names})")
+    return view == pb.VERDICT_VIEW_FULL

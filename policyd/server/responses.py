@@ -43,16 +43,20 @@ def encode(message: M) -> Encoded[M]:
 
 @dataclass(frozen=True)
 class Rows:
-    """An answer's verdicts, each to be encoded after its runtime's identity (from
-    ``scope_identities`` or ``identities``), with the table of encodings kept with them when
-    there is one (decision/shared.py; filled here as they are first encoded)."""
+    """An answer's verdicts in the basic view, or the ``full`` one (with each group's reasons),
+    each to be encoded after its runtime's identity (from ``scope_identities`` or
+    ``identities``), with the table of their basic encodings kept with them when there is one
+    (decision/shared.py; filled here as they are first encoded)."""
 
     identities: Sequence[bytes]
     verdicts: Sequence[RuntimeVerdict]
     encodings: Encodings | None = None
+    full: bool = False
 
     def tails(self, start: int, stop: int) -> Sequence[bytes]:
         """The encoded fields after the identity of the verdicts of rows ``start`` to ``stop``."""
+        if self.full:
+            return list(map(_judged_full, _part(self.verdicts, start, stop)))
         if self.encodings is None:
             return list(map(_judged, _part(self.verdicts, start, stop)))
         wires, keys = self.encodings.wires, _part(self.encodings.keys, start, stop)
@@ -100,7 +104,8 @@ def encoded(head: M, items: str, rows: Rows, omitted: str, more: bytes = b"") ->
     return Encoded(type(head), b"".join([head.SerializeToString(), more, *parts]))  # one copy of a large answer
 
 
-def reason(value: Reason | None) -> pb.Reason | None:
+def reason(value: Reason | None, full: bool = True) -> pb.Reason | None:
+    """``value`` as the contract has it; without the reasons a group combined unless ``full``."""
     if value is None:
         return None
     return pb.Reason(
@@ -112,7 +117,7 @@ def reason(value: Reason | None) -> pb.Reason | None:
         message=value.message,
         entry_index=value.entry_index,
         kind=value.kind,
-        parts=[p for part in value.parts if (p := reason(part)) is not None],
+        parts=[p for part in value.parts if (p := reason(part)) is not None] if full else [],
     )
 
 
@@ -185,18 +190,32 @@ def scope_identities(scope: Sequence[ServingRuntime]) -> Sequence[bytes]:
     return found
 
 
-def _judged(e: RuntimeVerdict) -> bytes:
-    """The encoded fields after the runtime's identity; a shared verdict's are encoded once."""
-    if e.shared is not None and e.shared.wire is not None:
-        return e.shared.wire
-    message = verdict(e)
+def _encoded_tail(e: RuntimeVerdict, full: bool) -> bytes:
+    message = verdict(e, full)
     message.ClearField("name")
     message.ClearField("kind")
     message.ClearField("namespace")
-    wire = message.SerializeToString()
-    if e.shared is not None:
-        e.shared.wire = wire
-    return wire
+    return message.SerializeToString()
+
+
+def _judged(e: RuntimeVerdict) -> bytes:
+    """The encoded fields after the runtime's identity, in the basic view; a shared verdict's are encoded once."""
+    shared = e.shared
+    if shared is None:
+        return _encoded_tail(e, False)
+    if shared.wire is None:
+        shared.wire = _encoded_tail(e, False)
+    return shared.wire
+
+
+def _judged_full(e: RuntimeVerdict) -> bytes:
+    """As ``_judged``, in the full view."""
+    shared = e.shared
+    if shared is None:
+        return _encoded_tail(e, True)
+    if shared.wire_full is None:
+        shared.wire_full = _encoded_tail(e, True)
+    return shared.wire_full
 
 
 def _rows(tag: bytes, identities: Sequence[bytes], tails: Sequence[bytes]) -> list[bytes]:
@@ -219,7 +238,8 @@ def _fitting(parts: list[bytes], room: int) -> int:
     return bisect_right(list(accumulate(sizes)), room)
 
 
-def verdict(e: RuntimeVerdict) -> pb.RuntimeVerdict:
+def verdict(e: RuntimeVerdict, full: bool = True) -> pb.RuntimeVerdict:
+    """``e`` as the contract has it; its reasons without the reasons a group combined unless ``full``."""
     return pb.RuntimeVerdict(
         name=e.runtime.meta.name,
         kind=e.runtime.kind,
@@ -227,9 +247,9 @@ def verdict(e: RuntimeVerdict) -> pb.RuntimeVerdict:
         selectable=e.selectable,
         compatible=e.compatible,
         score=e.score,
-        reason=reason(e.reason),
+        reason=reason(e.reason, full),
         entry_index=e.entry_index,
-        advisories=[r for a in e.advisories if (r := reason(a)) is not None],
+        advisories=[r for a in e.advisories if (r := reason(a, full)) is not None],
     )
 
 

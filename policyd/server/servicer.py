@@ -28,7 +28,15 @@ from policyd.server import responses
 from policyd.server.cachekey import request_digest
 from policyd.server.fieldcheck import FieldCheck, mode_of
 from policyd.server.limits import DeadlineExceeded
-from policyd.server.requests import ISVC_FIELD, catalog_keys, catalog_object, object_key, parse_isvc, under
+from policyd.server.requests import (
+    ISVC_FIELD,
+    catalog_keys,
+    catalog_object,
+    full_view,
+    object_key,
+    parse_isvc,
+    under,
+)
 from policyd.server.responses import Encoded, encode
 from policyd.server.rpc_errors import invalid_argument, warning_trailers
 from policyd.server.state import CacheKey, Change, ServingState
@@ -174,6 +182,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def _select(
         self, request: pb.SelectRequest, revision: Revision, base: Catalog, fields: FieldCheck
     ) -> Encoded[pb.SelectResponse]:
+        full = full_view(request.view)
         isvc = parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
@@ -184,7 +193,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             revisions=self._revisions(revision, catalog),
             rejection=responses.rejection(result.refusal),
         )
-        excluded = responses.Rows(responses.identities(e.runtime for e in result.excluded), result.excluded)
+        identities = responses.identities(e.runtime for e in result.excluded)
+        excluded = responses.Rows(identities, result.excluded, full=full)
         return responses.encoded(head, "excluded", excluded, "excluded_omitted", responses.ranking(result.ranking))
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
@@ -193,6 +203,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def _explain(
         self, request: pb.ExplainRequest, revision: Revision, base: Catalog, fields: FieldCheck
     ) -> Encoded[pb.ExplainResponse]:
+        full = full_view(request.view)
         catalog = _request_catalog(base, request.catalog, fields)
         which = request.WhichOneof("subject")
         if which == "inference_service":
@@ -218,7 +229,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             revisions=self._revisions(revision, catalog),
         )
         identities = responses.scope_identities(explanation.scope)
-        rows = responses.Rows(identities, explanation.verdicts, explanation.encodings)
+        rows = responses.Rows(identities, explanation.verdicts, explanation.encodings, full=full)
         return responses.encoded(head, "runtimes", rows, "runtimes_omitted")
 
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:

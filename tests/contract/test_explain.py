@@ -46,12 +46,36 @@ def test_typed_request_explains_every_runtime_in_scope(harness: Harness) -> None
     # the formats are checked before the size range, and the group's reason carries each mismatch
     assert (big.reason.rule_id, big.reason.kind) == ("supported-formats", "Advisory")
     assert big.reason.message.endswith("framework version mismatch (model=4.45.0.dev0, runtime=4.47.0.dev0)")
+    assert not big.reason.parts  # the basic view: the group's message holds them
+
+
+def _explained(harness: Harness, view: pb.VerdictView.ValueType) -> pb.ExplainResponse:
+    reply: pb.ExplainResponse = harness.ok(
+        "Explain", pb.ExplainRequest(inference_service=isvc_typed(), catalog=typed_catalog(), view=view)
+    )
+    return reply
+
+
+def test_the_full_view_also_carries_the_reasons_a_group_combined(harness: Harness) -> None:
+    full = _explained(harness, pb.VERDICT_VIEW_FULL)
+    big = full.runtimes[1]
     (part,) = big.reason.parts
     assert (part.rule_id, part.model_value, part.runtime_value) == (
         "framework-version-mismatch",
         "4.45.0.dev0",
         "4.47.0.dev0",
     )
+    assert big.reason.message.endswith(part.message)
+    # the basic view (the default) is the same answer without them
+    for view in (pb.VERDICT_VIEW_UNSPECIFIED, pb.VERDICT_VIEW_BASIC):
+        basic = _explained(harness, view)
+        del big.reason.parts[:]
+        assert basic == full
+
+
+def test_an_unknown_view_names_the_field(harness: Harness) -> None:
+    request = pb.ExplainRequest(inference_service=isvc_typed(), catalog=typed_catalog(), view=7)  # type: ignore[arg-type]
+    assert_invalid(harness.call("Explain", request), "view")
 
 
 def test_typed_and_manifest_requests_give_the_same_decision(harness: Harness) -> None:
