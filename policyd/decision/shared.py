@@ -225,15 +225,12 @@ class SharedVerdicts:
         ids += [a.rule_id for a in verdict.advisories]
         return set().union(*(prints.get(i, ()) for i in ids))
 
-    def verdicts(self, request: Key, runtimes: Sequence[ServingRuntime], judge: Judge) -> list[RuntimeVerdict]:
-        """A verdict for each runtime, in order: one verdict for all the runtimes of a key (so
-        its ``runtime`` is one of them); ``judge`` judges the keys not seen yet."""
-        return self.judged(request, runtimes, judge)[0]
-
     def judged(
         self, request: Key, runtimes: Sequence[ServingRuntime], judge: Judge
     ) -> tuple[list[RuntimeVerdict], Encodings | None]:
-        """As ``verdicts``, with their Encodings; None when the verdicts are not kept."""
+        """A verdict for each runtime, in order: one verdict for all the runtimes of a key (so
+        its ``runtime`` is one of them); ``judge`` judges the keys not seen yet. With their
+        Encodings, None when the verdicts are not kept."""
         with self._lock:
             found = self._by_request.get(request)
             if found is not None:

@@ -80,21 +80,21 @@ def _counted(revision: Revision, calls: list[int]) -> Any:
 def test_runtimes_of_one_shape_are_judged_once() -> None:
     revision = build_revision(RULES)
     shared, calls = SharedVerdicts(revision.policy), []
-    verdicts = shared.verdicts(("request",), COPIES, _counted(revision, calls))
+    verdicts = shared.judged(("request",), COPIES, _counted(revision, calls))[0]
     assert calls == [1]
     assert all(v.selectable for v in verdicts)
-    assert shared.verdicts(("request",), COPIES, _counted(revision, calls)) == verdicts
+    assert shared.judged(("request",), COPIES, _counted(revision, calls))[0] == verdicts
     assert calls == [1]
 
 
 def test_a_verdict_printing_the_runtime_name_is_that_runtimes_own(naming: Revision) -> None:
     shared, calls = SharedVerdicts(naming.policy), []
-    verdicts = shared.verdicts(("request",), COPIES, _counted(naming, calls))
+    verdicts = shared.judged(("request",), COPIES, _counted(naming, calls))[0]
     assert calls == [1, len(COPIES) - 1]  # the first judged, then the others its reason names apart
     assert [v.reason.message if v.reason else "" for v in verdicts] == [
         f"runtime {r.meta.name} takes models up to 800B" for r in COPIES
     ]
-    assert shared.verdicts(("another request",), COPIES, _counted(naming, calls)) == verdicts
+    assert shared.judged(("another request",), COPIES, _counted(naming, calls))[0] == verdicts
     assert calls == [1, len(COPIES) - 1, len(COPIES)]  # known by now: judged apart at once
 
 
