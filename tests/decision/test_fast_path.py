@@ -146,13 +146,13 @@ def test_fast_path_answers_every_request_as_the_plain_path(
         differ = []
         for what, request in requests:
             expected = _answer(plain, request, revision, snapshot)
-            asked = [(what, request, expected)]
+            if _answer(fast, request, revision, snapshot) != expected:
+                differ.append(what)
             if request.DESCRIPTOR.fields_by_name.get("view"):
-                asked.append((f"{what} (basic view)", *_basic(request, expected)))
-            for name, question, answer in asked:
+                basic, answer = _basic(request, expected)
                 # asked twice: judged, then from what the first answer kept (verdicts, encodings)
-                if {_answer(fast, question, revision, snapshot) for _ in range(2)} != {answer}:
-                    differ.append(name)
+                if {_answer(fast, basic, revision, snapshot) for _ in range(2)} != {answer}:
+                    differ.append(f"{what} (basic view)")
         assert differ == [], f"the fast path differs from the plain path for {differ[:5]}"
     assert len(requests) > 300
 
