@@ -55,10 +55,8 @@ class Rows:
 
     def tails(self, start: int, stop: int) -> Sequence[bytes]:
         """The encoded fields after the identity of the verdicts of rows ``start`` to ``stop``."""
-        if self.full:
-            return list(map(_judged_full, _part(self.verdicts, start, stop)))
-        if self.encodings is None:
-            return list(map(_judged, _part(self.verdicts, start, stop)))
+        if self.full or self.encodings is None:  # (the table holds the basic view)
+            return [_judged(e, self.full) for e in _part(self.verdicts, start, stop)]
         wires, keys = self.encodings.wires, _part(self.encodings.keys, start, stop)
         try:  # an answer given before: every one is in the table (and no verdict is read)
             return list(map(wires.__getitem__, keys))
@@ -166,7 +164,7 @@ def _identity(runtime: ServingRuntime) -> bytes:
 
 
 def identities(runtimes: Iterable[ServingRuntime]) -> list[bytes]:
-    return [_IDENTITY.get(r.digest) or _identity(r) for r in runtimes]
+    return [_identity(r) for r in runtimes]
 
 
 _SCOPES_KEPT = 16
@@ -198,24 +196,18 @@ def _encoded_tail(e: RuntimeVerdict, full: bool) -> bytes:
     return message.SerializeToString()
 
 
-def _judged(e: RuntimeVerdict) -> bytes:
-    """The encoded fields after the runtime's identity, in the basic view; a shared verdict's are encoded once."""
+def _judged(e: RuntimeVerdict, full: bool = False) -> bytes:
+    """The encoded fields after the runtime's identity, in the basic view or the ``full`` one;
+    a shared verdict's are encoded once in each."""
     shared = e.shared
     if shared is None:
-        return _encoded_tail(e, False)
-    if shared.wire is None:
-        shared.wire = _encoded_tail(e, False)
-    return shared.wire
-
-
-def _judged_full(e: RuntimeVerdict) -> bytes:
-    """As ``_judged``, in the full view."""
-    shared = e.shared
-    if shared is None:
-        return _encoded_tail(e, True)
-    if shared.wire_full is None:
-        shared.wire_full = _encoded_tail(e, True)
-    return shared.wire_full
+        return _encoded_tail(e, full)
+    slot = "wire_full" if full else "wire"
+    found: bytes | None = getattr(shared, slot)
+    if found is None:
+        found = _encoded_tail(e, full)
+        setattr(shared, slot, found)
+    return found
 
 
 def _rows(tag: bytes, identities: Sequence[bytes], tails: Sequence[bytes]) -> list[bytes]:
