@@ -1635,3 +1635,123 @@ class Finding(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Finding: _TypeAlias = Finding  # noqa: Y015
+
+@_typing.final
+class AdmitRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OBJECT_FIELD_NUMBER: _builtins.int
+    CATALOG_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def object(self) -> _resources_pb2.Object:
+        """The object under review, as the API server would store it: an InferenceService, a
+        ServingRuntime or a ClusterServingRuntime.
+        """
+
+    @_builtins.property
+    def catalog(self) -> Global___RequestCatalog:
+        """Objects the caller read from the API server for this review (those an earlier answer named
+        in `missing`), on top of the daemon's catalog.
+        """
+
+    def __init__(
+        self,
+        *,
+        object: _resources_pb2.Object | None = ...,
+        catalog: Global___RequestCatalog | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "object", b"object"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "object", b"object"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AdmitRequest: _TypeAlias = AdmitRequest  # noqa: Y015
+
+@_typing.final
+class AdmitResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ALLOWED_FIELD_NUMBER: _builtins.int
+    DENIAL_FIELD_NUMBER: _builtins.int
+    WARNINGS_FIELD_NUMBER: _builtins.int
+    MISSING_FIELD_NUMBER: _builtins.int
+    REVISIONS_FIELD_NUMBER: _builtins.int
+    allowed: _builtins.bool
+    @_builtins.property
+    def denial(self) -> Global___Rejection:
+        """Why not, when not allowed: OME's message, the rule, the field and the refusal's kind."""
+
+    @_builtins.property
+    def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Admission warnings in order; kubectl prints each as "Warning: ..."."""
+
+    @_builtins.property
+    def missing(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectKey]:
+        """What the review looked up and did not find in the catalog (the named runtime in lookup order,
+        the base model, accelerator classes). A caller that reads the cluster asks again with those it
+        finds in `catalog`, so that objects created just before the one under review are seen.
+        """
+
+    @_builtins.property
+    def revisions(self) -> Global___Revisions: ...
+    def __init__(
+        self,
+        *,
+        allowed: _builtins.bool = ...,
+        denial: Global___Rejection | None = ...,
+        warnings: _abc.Iterable[_builtins.str] | None = ...,
+        missing: _abc.Iterable[Global___ObjectKey] | None = ...,
+        revisions: Global___Revisions | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["denial", b"denial", "revisions", b"revisions"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allowed", b"allowed", "denial", b"denial", "missing", b"missing", "revisions", b"revisions", "warnings", b"warnings"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AdmitResponse: _TypeAlias = AdmitResponse  # noqa: Y015
+
+@_typing.final
+class DefaultRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INFERENCE_SERVICE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def inference_service(self) -> _resources_pb2.InferenceServiceInput: ...
+    def __init__(
+        self,
+        *,
+        inference_service: _resources_pb2.InferenceServiceInput | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["inference_service", b"inference_service"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["inference_service", b"inference_service"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DefaultRequest: _TypeAlias = DefaultRequest  # noqa: Y015
+
+@_typing.final
+class DefaultResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATCH_FIELD_NUMBER: _builtins.int
+    REVISIONS_FIELD_NUMBER: _builtins.int
+    patch: _builtins.str
+    """RFC 6902 JSON Patch operations as JSON text: "[]" when nothing is defaulted."""
+    @_builtins.property
+    def revisions(self) -> Global___Revisions: ...
+    def __init__(
+        self,
+        *,
+        patch: _builtins.str = ...,
+        revisions: Global___Revisions | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["revisions", b"revisions"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["patch", b"patch", "revisions", b"revisions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DefaultResponse: _TypeAlias = DefaultResponse  # noqa: Y015

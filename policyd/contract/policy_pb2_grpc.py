@@ -91,6 +91,16 @@ class PolicyServiceStub:
                 request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.LintRequest.SerializeToString,
                 response_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.LintResponse.FromString,
                 _registered_method=True)
+        self.Admit = channel.unary_unary(
+                '/ome.policy.v1.PolicyService/Admit',
+                request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.AdmitRequest.SerializeToString,
+                response_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.AdmitResponse.FromString,
+                _registered_method=True)
+        self.Default = channel.unary_unary(
+                '/ome.policy.v1.PolicyService/Default',
+                request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.DefaultRequest.SerializeToString,
+                response_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.DefaultResponse.FromString,
+                _registered_method=True)
 
 
 class PolicyServiceServicer:
@@ -181,6 +191,22 @@ class PolicyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Admit(self, request, context):
+        """OME's validating admission webhooks: whether an InferenceService, ServingRuntime or
+        ClusterServingRuntime is admitted as created or updated, the denial in OME's words, and the
+        warnings kubectl prints. A read: nothing is applied.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Default(self, request, context):
+        """OME's mutating webhook for InferenceServices: the defaults it sets, as a JSON Patch.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PolicyServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -238,6 +264,16 @@ def add_PolicyServiceServicer_to_server(servicer, server):
                     servicer.Lint,
                     request_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.LintRequest.FromString,
                     response_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.LintResponse.SerializeToString,
+            ),
+            'Admit': grpc.unary_unary_rpc_method_handler(
+                    servicer.Admit,
+                    request_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.AdmitRequest.FromString,
+                    response_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.AdmitResponse.SerializeToString,
+            ),
+            'Default': grpc.unary_unary_rpc_method_handler(
+                    servicer.Default,
+                    request_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.DefaultRequest.FromString,
+                    response_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.DefaultResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -539,6 +575,60 @@ class PolicyService:
             '/ome.policy.v1.PolicyService/Lint',
             ome_dot_policy_dot_v1_dot_policy__pb2.LintRequest.SerializeToString,
             ome_dot_policy_dot_v1_dot_policy__pb2.LintResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Admit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ome.policy.v1.PolicyService/Admit',
+            ome_dot_policy_dot_v1_dot_policy__pb2.AdmitRequest.SerializeToString,
+            ome_dot_policy_dot_v1_dot_policy__pb2.AdmitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Default(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ome.policy.v1.PolicyService/Default',
+            ome_dot_policy_dot_v1_dot_policy__pb2.DefaultRequest.SerializeToString,
+            ome_dot_policy_dot_v1_dot_policy__pb2.DefaultResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -68,6 +68,13 @@ class PolicyServiceStub:
     no model selects, overlapping size ranges, undefined accelerator classes, runtimes the policy
     refuses). A read: nothing is changed.
     """
+    Admit: _grpc.UnaryUnaryMultiCallable[_policy_pb2.AdmitRequest, _policy_pb2.AdmitResponse]
+    """OME's validating admission webhooks: whether an InferenceService, ServingRuntime or
+    ClusterServingRuntime is admitted as created or updated, the denial in OME's words, and the
+    warnings kubectl prints. A read: nothing is applied.
+    """
+    Default: _grpc.UnaryUnaryMultiCallable[_policy_pb2.DefaultRequest, _policy_pb2.DefaultResponse]
+    """OME's mutating webhook for InferenceServices: the defaults it sets, as a JSON Patch."""
 
 @_typing.type_check_only
 class PolicyServiceAsyncStub(PolicyServiceStub):
@@ -109,6 +116,13 @@ class PolicyServiceAsyncStub(PolicyServiceStub):
     no model selects, overlapping size ranges, undefined accelerator classes, runtimes the policy
     refuses). A read: nothing is changed.
     """
+    Admit: _aio.UnaryUnaryMultiCallable[_policy_pb2.AdmitRequest, _policy_pb2.AdmitResponse]  # type: ignore[assignment]
+    """OME's validating admission webhooks: whether an InferenceService, ServingRuntime or
+    ClusterServingRuntime is admitted as created or updated, the denial in OME's words, and the
+    warnings kubectl prints. A read: nothing is applied.
+    """
+    Default: _aio.UnaryUnaryMultiCallable[_policy_pb2.DefaultRequest, _policy_pb2.DefaultResponse]  # type: ignore[assignment]
+    """OME's mutating webhook for InferenceServices: the defaults it sets, as a JSON Patch."""
 
 class PolicyServiceServicer(metaclass=_abc_1.ABCMeta):
     """Runtime selection for OME InferenceServices. Every response names the rules
@@ -213,5 +227,24 @@ class PolicyServiceServicer(metaclass=_abc_1.ABCMeta):
         no model selects, overlapping size ranges, undefined accelerator classes, runtimes the policy
         refuses). A read: nothing is changed.
         """
+
+    @_abc_1.abstractmethod
+    def Admit(
+        self,
+        request: _policy_pb2.AdmitRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_policy_pb2.AdmitResponse, _abc.Awaitable[_policy_pb2.AdmitResponse]]:
+        """OME's validating admission webhooks: whether an InferenceService, ServingRuntime or
+        ClusterServingRuntime is admitted as created or updated, the denial in OME's words, and the
+        warnings kubectl prints. A read: nothing is applied.
+        """
+
+    @_abc_1.abstractmethod
+    def Default(
+        self,
+        request: _policy_pb2.DefaultRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_policy_pb2.DefaultResponse, _abc.Awaitable[_policy_pb2.DefaultResponse]]:
+        """OME's mutating webhook for InferenceServices: the defaults it sets, as a JSON Patch."""
 
 def add_PolicyServiceServicer_to_server(servicer: PolicyServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
