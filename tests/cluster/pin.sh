@@ -13,7 +13,7 @@ STAGING=v0.${KUBE#v1.} # k8s.io/kubernetes v1.34.4 ships its staging modules as 
 rm -f go.mod go.sum
 go mod init policyd.test/cluster >/dev/null 2>&1
 go mod edit -go=1.26 -require="k8s.io/kubernetes@$KUBE" -require="go.etcd.io/etcd/server/v3@$ETCD" \
-  -tool=k8s.io/kubernetes/cmd/kube-apiserver -tool=go.etcd.io/etcd/server/v3
+  -tool=k8s.io/kubernetes/cmd/kube-apiserver -tool=k8s.io/kubernetes/cmd/kubectl -tool=go.etcd.io/etcd/server/v3
 KUBE_MOD=$(go mod download -json "k8s.io/kubernetes@$KUBE" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
 # lines like: k8s.io/api => ./staging/src/k8s.io/api
 grep -E '^\s*k8s\.io/[^ ]+ => \./staging/' "$KUBE_MOD" | awk '{print $1}' | while read -r module; do
