@@ -191,6 +191,10 @@ class Catalog:
             return cluster
         return self.derived(("in scope", namespace), lambda c: _InScope((*namespaced, *cluster))).runtimes
 
+    def of_kind(self, kind: str, namespace: str) -> tuple[ServingRuntime, ...]:
+        """The runtimes of ``kind`` in ``namespace`` (empty for ClusterServingRuntimes), by name."""
+        return self._by_name(kind, namespace).runtimes
+
     def _by_name(self, kind: str, namespace: str) -> _ByName:
         return self.derived(("by name", kind, namespace), lambda c: _ByName.of(c, kind, namespace))
 

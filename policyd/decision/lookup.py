@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policyd.catalog.snapshot import Catalog
+from policyd.catalog.snapshot import Catalog, Key, make_key
 from policyd.errors import InvalidInput
 from policyd.resources.objects import InferenceService, ServingRuntime
 
@@ -30,3 +30,15 @@ def lookup(catalog: Catalog, isvc: InferenceService, mode: str = "v1.3") -> Serv
     if ref.kind == "ServingRuntime":
         return in_namespace
     return at_cluster or in_namespace
+
+
+def lookup_keys(isvc: InferenceService, mode: str = "v1.3") -> list[Key]:
+    """The keys ``lookup`` reads, in its order."""
+    ref = isvc.runtime
+    if ref is None:
+        return []
+    in_namespace = make_key("ServingRuntime", isvc.meta.namespace, ref.name)
+    at_cluster = make_key("ClusterServingRuntime", "", ref.name)
+    if check_lookup(mode) == "v1.2.2":
+        return [in_namespace, at_cluster]
+    return [in_namespace] if ref.kind == "ServingRuntime" else [at_cluster, in_namespace]

@@ -375,16 +375,41 @@ def _explain(
 
 
 def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Resolution:
-    policy = revision.policy
     if isvc.runtime is None and isvc.model is not None:
         raise InvalidInput("spec.runtime.name", "is required to resolve a named runtime (use Select otherwise)")
-    runtime = lookup(catalog, isvc, mode)
+    subject, base, refusals = review(catalog, isvc, revision, mode)
+    return resolve_reviewed(revision, catalog, subject, base, refusals, mode)
+
+
+def review(
+    catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3"
+) -> tuple[Subject, Record, list[Refusal]]:
+    """The subject of a decision, its request record, and the request's refusals in rule order."""
     subject = _subject(catalog, isvc, mode)
     base = subject_record(subject)
-    candidates = _admission(revision, subject, base)
+    return subject, base, _admission(revision, subject, base)
+
+
+def resolve_reviewed(
+    revision: Revision,
+    catalog: Catalog,
+    subject: Subject,
+    base: Record,
+    refusals: Sequence[Refusal],
+    mode: str = "v1.3",
+    admission: bool = False,
+) -> Resolution:
+    """Resolve, from what ``review`` made; ``admission`` keeps only the refusals the webhook makes."""
+    policy = revision.policy
+    isvc = subject.isvc
+    assert isvc is not None
+    runtime = lookup(catalog, isvc, mode)
+    candidates = list(refusals)
     verdict = _judge(revision, subject, base, [runtime], named=True)[0] if runtime else None
     if verdict is not None and (named := verdict.named_refusal()) is not None:
         candidates.append(named)
+    if admission:
+        candidates = [r for r in candidates if r.admission]
     if candidates:
         return Resolution(runtime, verdict, refusal=min(candidates, key=lambda r: r.order))
     if verdict is None or subject.model is None:
@@ -410,6 +435,13 @@ def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: 
         event_reason=policy.kinds[check.kind].event_reason if event else "",
         entry_index=verdict.entry_index,
     )
+
+
+def select_reviewed(
+    revision: Revision, catalog: Catalog, subject: Subject, base: Record, fast: bool = True
+) -> Selection:
+    """Select, from what ``review`` made, for a request no rule refuses."""
+    return _select(revision, catalog, subject, base, fast)
 
 
 def effective(

@@ -43,6 +43,8 @@ class Refusal:
     rule_id: str
     order: int
     component: str = ""
+    admission: bool = True  # the webhook refuses (false: only the condition reports it)
+    needs_engine: bool = False  # the webhook checks it only when the InferenceService has spec.engine
 
 
 def rule_reason(rule: Rule, record: Record) -> Reason:
@@ -70,6 +72,8 @@ def refusal(policy: Policy, rule: Rule, record: Record, named: bool = False, com
         rule_id=rule.id,
         order=rule.order,
         component=component,
+        admission=rule.admission,
+        needs_engine=rule.needs_engine,
     )
 
 

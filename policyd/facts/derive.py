@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from policyd.facts import diffusers_backend
 from policyd.facts.fields import MODEL, fields_of
+from policyd.facts.isvc_checks import isvc_check_facts
 from policyd.policy.model import Scoring
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ModelRef, ServingRuntime, VersionedName
 from policyd.semantics.format_label import format_label
@@ -89,6 +90,7 @@ def _request_facts(isvc: InferenceService | None, subject: Subject) -> Record:
         "engine_mode_requested_text": asked("engine") or "none",
         "decoder_mode_requested_text": asked("decoder") or "none",
         "isvc_scaling_mode": isvc.scaling_mode if isvc else "",
+        **isvc_check_facts(isvc),
     }
 
 

@@ -24,7 +24,12 @@ REQUEST, MODEL, RUNTIME, ENTRY, COMPONENT = "request", "model", "runtime", "entr
 LINT_MODEL, LINT_RUNTIME, LINT_ENTRY = "lint_model", "lint_runtime", "lint_entry"
 LINT_PAIR, LINT_ACCELERATOR = "lint_pair", "lint_accelerator"
 LINT_SCOPES = (LINT_MODEL, LINT_RUNTIME, LINT_ENTRY, LINT_PAIR, LINT_ACCELERATOR)
-SCOPES = (REQUEST, MODEL, RUNTIME, ENTRY, COMPONENT, *LINT_SCOPES)
+# Admission scopes judge a runtime under review by OME's runtime webhooks
+# (policyd/facts/admission.py): the runtime alone, and the runtime against one existing runtime
+# of its kind in its scope with one pair of entries OME calls equal.
+ADMIT_RUNTIME, ADMIT_PAIR = "admit_runtime", "admit_pair"
+ADMISSION_SCOPES = (ADMIT_RUNTIME, ADMIT_PAIR)
+SCOPES = (REQUEST, MODEL, RUNTIME, ENTRY, COMPONENT, *LINT_SCOPES, *ADMISSION_SCOPES)
 VISIBLE: dict[str, tuple[str, ...]] = {
     MODEL: (MODEL,),
     REQUEST: (REQUEST, MODEL),
@@ -37,6 +42,9 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     LINT_ENTRY: (RUNTIME, ENTRY, LINT_RUNTIME, LINT_ENTRY),
     LINT_PAIR: (LINT_PAIR,),
     LINT_ACCELERATOR: (LINT_ACCELERATOR,),
+    # admission records carry the runtime's fields that depend on it alone
+    ADMIT_RUNTIME: (RUNTIME, ADMIT_RUNTIME),
+    ADMIT_PAIR: (RUNTIME, ADMIT_RUNTIME, ADMIT_PAIR),
 }
 _EMPTY: dict[str, Any] = {STR: "", BOOL: False, INT: 0}
 
@@ -84,6 +92,23 @@ FIELDS: dict[str, Field] = {
     "isvc_scaling_mode": Field(
         STR, REQUEST, "spec.scalingPolicy.mode (Independent when the policy sets none), empty without a policy"
     ),
+    # what OME's InferenceService webhook reads besides (policyd/facts/isvc_checks.py)
+    "isvc_name_valid": Field(BOOL, REQUEST, "metadata.name matches [a-z]([-a-z0-9]*[a-z0-9])?", True),
+    "isvc_full_runner": Field(
+        BOOL,
+        REQUEST,
+        "the engine has a complete runner of its own: engine.runner.image, or leader.runner.image and"
+        " worker.runner.image",
+    ),
+    "isvc_autoscaler_class_set": Field(BOOL, REQUEST, "the ome.io/autoscalerClass annotation is set"),
+    "isvc_autoscaler_class": Field(STR, REQUEST, "its value"),
+    "isvc_autoscaler_metric_set": Field(BOOL, REQUEST, "the ome.io/metrics annotation is set"),
+    "isvc_autoscaler_metric": Field(STR, REQUEST, "its value"),
+    "isvc_target_utilization_set": Field(BOOL, REQUEST, "the ome.io/targetUtilizationPercentage annotation is set"),
+    "isvc_target_utilization_integer": Field(
+        BOOL, REQUEST, "its value is a decimal integer (as Go's strconv.Atoi reads one)", True
+    ),
+    "isvc_target_utilization": Field(INT, REQUEST, "that integer (0 when it is none)", 80),
     # the model
     "model_found": Field(BOOL, MODEL, "the base model the InferenceService names exists", True),
     "model_name": Field(STR, MODEL, "metadata.name of the model (the referenced name when it is missing)"),
@@ -364,13 +389,50 @@ FIELDS: dict[str, Field] = {
         LINT_ACCELERATOR,
         "what names it (Kind/name): runtimes' acceleratorRequirements and acceleratorConfig, InferenceServices",
     ),
+    # --- admission: the runtime under review (OME's ServingRuntime webhooks) ----------------------
+    "admit_runtimes_in_scope": Field(
+        INT,
+        ADMIT_RUNTIME,
+        "how many runtimes of its kind its scope holds (its namespace's ServingRuntimes, or every"
+        " ClusterServingRuntime), itself included when stored",
+    ),
+    "admit_engine_config": Field(BOOL, ADMIT_RUNTIME, "spec.engineConfig is set"),
+    "admit_decoder_config": Field(BOOL, ADMIT_RUNTIME, "spec.decoderConfig is set"),
+    "admit_workers_set": Field(BOOL, ADMIT_RUNTIME, "spec.workers.size is set"),
+    "admit_workers": Field(INT, ADMIT_RUNTIME, "spec.workers.size (0 when unset)"),
+    "admit_env_multinode": Field(BOOL, ADMIT_RUNTIME, "some spec.containers[].env sets DEPLOYMENT_MODE to MultiNode"),
+    "admit_env_raw": Field(BOOL, ADMIT_RUNTIME, "some spec.containers[].env sets DEPLOYMENT_MODE to RawDeployment"),
+    "admit_unknown_accelerator_classes": Field(
+        LIST, ADMIT_RUNTIME, "acceleratorRequirements.acceleratorClasses no AcceleratorClass defines, in order"
+    ),
+    "admit_unknown_accelerator_classes_text": Field(
+        STR, ADMIT_RUNTIME, "that list as Go prints a []string: [a b]", "[]"
+    ),
+    "admit_priorities_differ": Field(
+        BOOL,
+        ADMIT_RUNTIME,
+        "OME's walk of its autoSelect entries finds two of one supportedModelFormats[].name whose priorities"
+        " are both set and differ",
+    ),
+    "admit_priorities_differ_name": Field(STR, ADMIT_RUNTIME, "that name (may be empty)"),
+    # --- admission: the runtime under review against one existing runtime and an entry pair -----
+    "admit_other_name": Field(STR, ADMIT_PAIR, "metadata.name of the existing runtime"),
+    "admit_other_same_name": Field(BOOL, ADMIT_PAIR, "it has the reviewed runtime's name (an update)"),
+    "admit_other_disabled": Field(BOOL, ADMIT_PAIR, "it sets spec.disabled: true"),
+    "admit_protocol_shared": Field(BOOL, ADMIT_PAIR, "some protocolVersion of it is one of the reviewed runtime's"),
+    "admit_ranges_equal": Field(
+        BOOL, ADMIT_PAIR, "both modelSizeRanges are unset, or both set with equal min and max (each as written)"
+    ),
+    "admit_entry_name": Field(STR, ADMIT_PAIR, "supportedModelFormats[].name of the reviewed runtime's entry"),
+    "admit_both_auto_select": Field(BOOL, ADMIT_PAIR, "both entries set autoSelect: true"),
+    "admit_same_priority": Field(BOOL, ADMIT_PAIR, "both entries set the same priority"),
 }
 
 
 def fields_of(scope: str) -> dict[str, Field]:
     """The fields a record of ``scope`` carries (its own and its outer scopes')."""
     seen = VISIBLE[scope]
-    alone = scope in LINT_SCOPES
+    alone = scope in LINT_SCOPES or scope in ADMISSION_SCOPES
     return {name: spec for name, spec in FIELDS.items() if spec.scope in seen and not (alone and spec.relational)}
 
 

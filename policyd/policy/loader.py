@@ -16,7 +16,7 @@ import jsonschema
 import yaml
 
 from policyd.errors import InvalidInput
-from policyd.facts.fields import BOOL, ENTRY, FIELDS, LINT_SCOPES, RUNTIME, fields_of
+from policyd.facts.fields import ADMISSION_SCOPES, BOOL, ENTRY, FIELDS, LINT_SCOPES, RUNTIME, fields_of
 from policyd.policy import templates
 from policyd.policy.conditions import ConditionError, compile_condition, negate
 from policyd.policy.messages import MESSAGE_VARIABLES
@@ -24,6 +24,7 @@ from policyd.policy.model import (
     KINDED,
     WAIVABLE,
     EntriesReason,
+    FieldDefault,
     Group,
     Kind,
     Policy,
@@ -40,6 +41,7 @@ MAX_RULE_FILE_BYTES = 16 << 20
 # package data: policyd/rules links to the checkout's rules/, and a wheel ships them there
 BUNDLED_RULES = (Path(__file__).resolve().parents[1] / "rules").resolve()
 SETTINGS = ("messages", "kinds", "scoring", "ranking", "selection")
+OPTIONAL_SETTINGS = ("defaults",)  # a policy without them defaults nothing
 # The effects a rule of each scope may have.
 SCOPE_EFFECTS = {
     "request": ("refuse",),
@@ -49,6 +51,8 @@ SCOPE_EFFECTS = {
     "component": ("refuse",),
     # lint rules judge the catalog: they only report
     **dict.fromkeys(LINT_SCOPES, ("finding", "allow")),
+    # admission rules deny the runtime under review
+    **dict.fromkeys(ADMISSION_SCOPES, ("refuse", "allow")),
 }
 
 
@@ -219,7 +223,8 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
         reason=raw["reason"],
         refusal=raw.get("refusal", ""),
         condition_message=raw.get("condition_message", ""),
-        admission=raw.get("admission", True),
+        admission=raw.get("admission", True) is not False,
+        needs_engine=raw.get("admission") == "engine",
         field=raw.get("field", ""),
         component=raw.get("component", ""),
         model_value=raw.get("model_value", ""),
@@ -299,7 +304,7 @@ Found = dict[str, tuple[str, Any]]  # setting -> (file, value)
 
 
 def _collect_settings(found: Found, doc: Mapping[str, Any], path: Path) -> None:
-    for key in SETTINGS:
+    for key in (*SETTINGS, *OPTIONAL_SETTINGS):
         if key not in doc:
             continue
         if key in ("messages", "kinds") and key in found:
@@ -336,6 +341,16 @@ class _Settings:
     ranking: tuple[RankKey, ...]
     listed: frozenset[str]
     none_selectable: str
+    defaults: tuple[FieldDefault, ...]
+
+
+def _defaults(found: Found) -> tuple[FieldDefault, ...]:
+    declared: Mapping[str, Mapping[str, Any]] = found.get("defaults", ("", {}))[1]
+    return tuple(
+        FieldDefault(component, name, spec["value"], spec["when"])
+        for component, fields in declared.items()
+        for name, spec in fields.items()
+    )
 
 
 def _settings(found: Found, directory: Path) -> _Settings:
@@ -362,6 +377,7 @@ def _settings(found: Found, directory: Path) -> _Settings:
         ranking=ranking,
         listed=frozenset(selection["listed_as_excluded"]),
         none_selectable=selection["none_selectable"],
+        defaults=_defaults(found),
     )
 
 
@@ -510,4 +526,5 @@ def load_policy_texts(texts: Sequence[RuleText], where: str, beside: Path | None
         listed=settings.listed,
         none_selectable=settings.none_selectable,
         sources=tuple(read.files),
+        defaults=settings.defaults,
     )

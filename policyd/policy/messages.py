@@ -20,4 +20,6 @@ MESSAGE_VARIABLES: dict[str, tuple[str, ...]] = {
     "incompatible": ("runtime_name", "model_name", "model_format_name", "reason"),
     "named_warning": ("runtime_name", "model_name", "detail"),
     "named_event": ("runtime_name", "model_name", "detail"),
+    # Admit: nothing can be selected and the engine has no complete runner of its own
+    "admission_no_runtime": ("model_name", "error"),
 }

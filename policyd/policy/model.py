@@ -57,6 +57,7 @@ class Rule:
     tests: tuple[RuleTest, ...]
     source: str
     line: int
+    needs_engine: bool = False  # admission: engine: the webhook checks it only with spec.engine
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,16 @@ class Scoring:
 
 
 @dataclass(frozen=True)
+class FieldDefault:
+    """What OME's mutating webhook sets in a component the InferenceService declares."""
+
+    component: str  # engine, decoder or router
+    field: str  # the component's field, e.g. minReplicas
+    value: Any
+    when: str  # unset: the field is absent (or null); unset_or_zero: absent, null or 0
+
+
+@dataclass(frozen=True)
 class Policy:
     revision: str
     rules: tuple[Rule, ...]
@@ -147,6 +158,7 @@ class Policy:
     listed: frozenset[str]  # effects whose runtimes OME lists as excluded
     none_selectable: str  # the kind of the refusal when no runtime can be selected
     sources: tuple[str, ...] = field(default_factory=tuple)
+    defaults: tuple[FieldDefault, ...] = ()  # in the order the rule file declares them
 
     def rule(self, rule_id: str) -> Rule:
         return next(r for r in self.rules if r.id == rule_id)

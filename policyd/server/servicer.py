@@ -17,11 +17,12 @@ from policyd.catalog.snapshot import Catalog
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
+from policyd.decision import admission
 from policyd.decision import orchestrator as decide
 from policyd.decision.lookup import check_lookup
 from policyd.errors import InvalidInput
 from policyd.policy.revision import Revision
-from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef
+from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef, ServingRuntime
 from policyd.resources.proto import object_manifest, struct_to_dict
 from policyd.server import observability as obs
 from policyd.server import responses
@@ -44,7 +45,8 @@ from policyd.server.whatif import WhatIf
 
 log = logging.getLogger("policyd.rpc")
 Resp = TypeVar("Resp", bound=Message)
-CACHEABLE = frozenset({"Select", "Explain", "Resolve", "Effective"})
+CACHEABLE = frozenset({"Select", "Explain", "Resolve", "Effective", "Admit"})
+ADMIT_FIELD = "object"
 
 
 def _request_catalog(base: Catalog, value: pb.RequestCatalog, fields: FieldCheck) -> Catalog:
@@ -283,6 +285,45 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             errors=[r for e in result.errors if (r := responses.rejection(e)) is not None],
             revisions=self._revisions(revision, catalog),
             diffusers_backend=responses.diffusers_backend(result.backend),
+        )
+
+    def Admit(self, request: pb.AdmitRequest, context: grpc.ServicerContext) -> pb.AdmitResponse:
+        return self._serve("Admit", request, context, self._admit)
+
+    def _admit(
+        self, request: pb.AdmitRequest, revision: Revision, base: Catalog, fields: FieldCheck
+    ) -> pb.AdmitResponse:
+        if not request.HasField("object"):
+            raise InvalidInput(
+                ADMIT_FIELD, "is required: the InferenceService, ServingRuntime or ClusterServingRuntime under review"
+            )
+        obj = catalog_object(request.object, ADMIT_FIELD, fields)
+        catalog = _request_catalog(base, request.catalog, fields)
+        with under(ADMIT_FIELD):
+            if isinstance(obj, InferenceService):
+                result = admission.admit_isvc(catalog, obj, revision, fast=self.fast)
+            elif isinstance(obj, ServingRuntime):
+                result = admission.admit_runtime(catalog, obj, revision)
+            else:
+                kinds = "InferenceService, ServingRuntime, ClusterServingRuntime"
+                raise InvalidInput("kind", f"{obj.kind} has no admission webhook (one of {kinds})")
+        return pb.AdmitResponse(
+            allowed=result.allowed,
+            denial=responses.rejection(result.denial),
+            warnings=list(result.warnings),
+            missing=[object_key(k) for k in result.missing],
+            revisions=self._revisions(revision, catalog),
+        )
+
+    def Default(self, request: pb.DefaultRequest, context: grpc.ServicerContext) -> pb.DefaultResponse:
+        return self._serve("Default", request, context, self._default)
+
+    def _default(
+        self, request: pb.DefaultRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
+    ) -> pb.DefaultResponse:
+        isvc = parse_isvc(request.inference_service, fields)
+        return pb.DefaultResponse(
+            patch=admission.default_patch(isvc, revision), revisions=self._revisions(revision, catalog)
         )
 
     def InspectModel(self, request: pb.InspectModelRequest, context: grpc.ServicerContext) -> pb.InspectModelResponse:

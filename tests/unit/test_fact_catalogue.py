@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from policyd.facts.admission import admit_pair_records, admit_runtime_record
 from policyd.facts.derive import Subject, component_records, entry_facts, runtime_record, subject_record
 from policyd.facts.fields import (
+    ADMISSION_SCOPES,
+    ADMIT_PAIR,
+    ADMIT_RUNTIME,
     COMPONENT,
     ENTRY,
     FIELDS,
@@ -42,7 +46,14 @@ def _records() -> dict[str, dict[str, object]]:
     lint, _ = lint_records(
         catalog(model(), runtime("a", classes=["nvidia-h100"]), runtime("b"), accelerator), default_revision()
     )
+    # Go compares versions and operators by pointer: entries that pair set neither
+    plain = {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"}, "autoSelect": True}
+    pairs = catalog(runtime("a", entries=[plain]), runtime("b", entries=[plain]))
+    reviewed = pairs.runtimes[next(k for k in pairs.runtimes if k[2] == "b")]
+    admitted = admit_runtime_record(reviewed, pairs)
     return {
+        ADMIT_RUNTIME: admitted,
+        ADMIT_PAIR: admit_pair_records(reviewed, admitted, pairs)[0],
         REQUEST: base,
         RUNTIME: record,
         ENTRY: {**record, **entries[0]},
@@ -51,7 +62,7 @@ def _records() -> dict[str, dict[str, object]]:
     }
 
 
-@pytest.mark.parametrize("scope", [REQUEST, RUNTIME, ENTRY, COMPONENT, *LINT_SCOPES])
+@pytest.mark.parametrize("scope", [REQUEST, RUNTIME, ENTRY, COMPONENT, *LINT_SCOPES, *ADMISSION_SCOPES])
 def test_derived_records_carry_exactly_the_declared_fields_of_their_scope(scope: str) -> None:
     derived = set(_records()[scope])
     declared = set(fields_of(scope))
@@ -62,7 +73,7 @@ def test_derived_records_carry_exactly_the_declared_fields_of_their_scope(scope:
 TYPES = {"string": str, "boolean": bool, "integer": int, "list": list}
 
 
-@pytest.mark.parametrize("scope", [REQUEST, RUNTIME, ENTRY, COMPONENT, *LINT_SCOPES])
+@pytest.mark.parametrize("scope", [REQUEST, RUNTIME, ENTRY, COMPONENT, *LINT_SCOPES, *ADMISSION_SCOPES])
 def test_derived_records_hold_values_of_each_fields_declared_type(scope: str) -> None:
     # memo keys (fields.reader) make a list field's value a tuple by its declared type
     record = _records()[scope]
