@@ -1,0 +1,368 @@
+"""Admit: OME's validating webhooks for InferenceServices, ServingRuntimes and
+ClusterServingRuntimes — allowed or the denial in OME's words, the warnings kubectl prints, and
+what the review looked up and did not find."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from policyd.contract import policy_pb2 as pb
+
+from .support import (
+    MODEL_NAME,
+    NAMESPACE,
+    RUNNER,
+    RUNTIME_70B,
+    RUNTIME_NAME,
+    Harness,
+    assert_invalid,
+    isvc_manifest,
+    manifest_catalog,
+    manifest_object,
+    model_manifest,
+    runtime_70b_manifest,
+    runtime_manifest,
+)
+
+
+def admit(harness: Harness, doc: dict[str, Any], *catalog: dict[str, Any]) -> Any:
+    return harness.ok("Admit", pb.AdmitRequest(object=manifest_object(doc), catalog=manifest_catalog(*catalog)))
+
+
+def keys(reply: Any) -> list[tuple[str, str, str]]:
+    return [(k.kind, k.namespace, k.name) for k in reply.missing]
+
+
+def named(doc: dict[str, Any], name: str, **extra: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(doc)
+    doc["metadata"]["name"] = name
+    doc["spec"].update(extra)
+    return doc
+
+
+# -- InferenceServices --------------------------------------------------------------------
+
+
+def test_the_webhook_tells_which_runtime_will_be_auto_selected(harness: Harness) -> None:
+    reply = admit(harness, isvc_manifest())
+    assert reply.allowed is True
+    assert list(reply.warnings) == [f"Runtime {RUNTIME_NAME} will be auto-selected for model {MODEL_NAME}"]
+    assert not reply.HasField("denial")
+    assert list(reply.missing) == []
+
+
+def test_the_webhook_rejects_a_named_runtime_that_does_not_exist_and_names_the_keys_it_looked_up(
+    harness: Harness,
+) -> None:
+    reply = admit(harness, isvc_manifest(runtime={"name": "srt-x"}))
+    assert reply.allowed is False
+    assert reply.denial.message == f"srt-x not found in namespace {NAMESPACE}"
+    assert (reply.denial.rule_id, reply.denial.kind) == ("named-runtime-not-found", "RuntimeNotFound")
+    assert keys(reply) == [("ClusterServingRuntime", "", "srt-x"), ("ServingRuntime", NAMESPACE, "srt-x")]
+
+
+def test_a_named_servingruntime_is_looked_up_only_in_the_namespace(harness: Harness) -> None:
+    reply = admit(harness, isvc_manifest(runtime={"name": "srt-x", "kind": "ServingRuntime"}))
+    assert keys(reply) == [("ServingRuntime", NAMESPACE, "srt-x")]
+
+
+def test_the_webhook_asks_again_with_what_the_caller_read(harness: Harness) -> None:
+    doc = isvc_manifest(runtime={"name": "srt-x", "kind": "ServingRuntime"})
+    created = named(runtime_manifest(), "srt-x")
+    reply = admit(harness, doc, model_manifest(), runtime_manifest(), created)
+    assert reply.allowed is True
+    assert list(reply.missing) == []
+
+
+def test_without_a_base_model_a_missing_runtime_is_admitted(harness: Harness) -> None:
+    doc = isvc_manifest(runtime={"name": "srt-x"})
+    del doc["spec"]["model"]
+    reply = admit(harness, doc)
+    assert reply.allowed is True
+    assert list(reply.missing) == []
+
+
+def test_the_webhook_rejects_a_base_model_that_does_not_exist(harness: Harness) -> None:
+    reply = admit(harness, isvc_manifest(model={"name": "nope"}))
+    assert reply.denial.message == "ClusterBaseModel nope not found"
+    assert keys(reply) == [("ClusterBaseModel", "", "nope")]
+
+
+def test_the_webhook_rejects_a_disabled_named_runtime(harness: Harness) -> None:
+    disabled = runtime_70b_manifest()
+    disabled["spec"]["disabled"] = True
+    reply = admit(harness, isvc_manifest(runtime={"name": RUNTIME_70B}), model_manifest(), disabled)
+    assert reply.allowed is False
+    assert reply.denial.message == f"cluster-scoped runtime {RUNTIME_70B} is disabled"
+    assert list(reply.missing) == []
+
+
+def test_a_named_runtime_without_support_is_admitted_with_the_warning(harness: Harness) -> None:
+    reply = admit(harness, isvc_manifest(runtime={"name": RUNTIME_70B}))
+    assert reply.allowed is True
+    (warning,) = reply.warnings
+    assert warning.startswith(f'runtime "{RUNTIME_70B}" does not declare support for model "{MODEL_NAME}" (')
+    assert warning.endswith("; proceeding because the runtime was named explicitly")
+
+
+def test_a_compatible_named_runtime_is_admitted_without_a_warning(harness: Harness) -> None:
+    reply = admit(harness, isvc_manifest(runtime={"name": RUNTIME_NAME, "kind": "ServingRuntime"}))
+    assert reply.allowed is True
+    assert list(reply.warnings) == []
+
+
+def test_without_an_engine_the_webhook_checks_neither_runtime_nor_model(harness: Harness) -> None:
+    doc = isvc_manifest(model={"name": "nope"}, runtime={"name": "srt-x"})
+    del doc["spec"]["engine"]
+    reply = admit(harness, doc)
+    assert reply.allowed is True
+    assert list(reply.warnings) == []
+
+
+def test_the_webhook_rejects_an_inferenceservice_no_runtime_can_serve(harness: Harness) -> None:
+    reply = admit(harness, isvc_manifest(), model_manifest())
+    assert reply.allowed is False
+    prefix = (
+        f"no supporting runtime found for model {MODEL_NAME} and engine does not have complete runner configuration: "
+    )
+    assert reply.denial.message.startswith(prefix + "no runtime found to support model safetensors")
+    assert reply.denial.kind == "RuntimeNotFound"
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        {"runner": {"image": RUNNER["image"]}},
+        {"leader": {"runner": {"image": RUNNER["image"]}}, "worker": {"runner": {"image": RUNNER["image"]}}},
+    ],
+)
+def test_an_engine_with_its_own_runner_needs_no_runtime(harness: Harness, engine: dict[str, Any]) -> None:
+    reply = admit(harness, isvc_manifest(engine=engine), model_manifest())
+    assert reply.allowed is True
+    assert list(reply.warnings) == []
+
+
+def test_a_leader_runner_alone_is_not_a_complete_runner(harness: Harness) -> None:
+    engine = {"leader": {"runner": {"image": RUNNER["image"]}}, "worker": {}}
+    reply = admit(harness, isvc_manifest(engine=engine), model_manifest())
+    assert reply.allowed is False
+
+
+def test_the_webhook_rejects_an_inferenceservice_name_of_the_wrong_format(harness: Harness) -> None:
+    doc = isvc_manifest()
+    doc["metadata"]["name"] = "Llama_3"
+    del doc["spec"]["engine"]  # checked whatever else the InferenceService says
+    reply = admit(harness, doc)
+    assert reply.denial.message == 'invalid InferenceService name "Llama_3", must match "[a-z]([-a-z0-9]*[a-z0-9])?"'
+    assert (reply.denial.rule_id, reply.denial.kind, reply.denial.field) == (
+        "isvc-name-format",
+        "ValidationError",
+        "metadata.name",
+    )
+
+
+def test_the_webhook_rejects_a_decoder_without_an_engine(harness: Harness) -> None:
+    doc = isvc_manifest(decoder={"minReplicas": 1})
+    del doc["spec"]["engine"]
+    reply = admit(harness, doc)
+    assert reply.denial.message == "decoder cannot be specified without engine"
+
+
+@pytest.mark.parametrize(
+    ("annotations", "message"),
+    [
+        ({"ome.io/autoscalerClass": "kpa"}, "[kpa] is not a supported autoscaler class type"),
+        ({"ome.io/autoscalerClass": "hpa", "ome.io/metrics": "gpu"}, "[gpu] is not a supported metric"),
+        ({"ome.io/targetUtilizationPercentage": "0"}, "the target utilization percentage should be a [1-100] integer"),
+        (
+            {"ome.io/targetUtilizationPercentage": "50%"},
+            "the target utilization percentage should be a [1-100] integer",
+        ),
+    ],
+)
+def test_the_webhook_rejects_autoscaler_annotations_ome_does_not_support(
+    harness: Harness, annotations: dict[str, str], message: str
+) -> None:
+    doc = isvc_manifest()
+    doc["metadata"]["annotations"] = annotations
+    reply = admit(harness, doc)
+    assert reply.allowed is False
+    assert reply.denial.message == message
+
+
+def test_supported_autoscaler_annotations_are_admitted(harness: Harness) -> None:
+    doc = isvc_manifest()
+    doc["metadata"]["annotations"] = {
+        "ome.io/autoscalerClass": "hpa",
+        "ome.io/metrics": "memory",
+        "ome.io/targetUtilizationPercentage": "100",
+    }
+    assert admit(harness, doc).allowed is True
+
+
+# -- ServingRuntimes and ClusterServingRuntimes ------------------------------------------------
+
+PLAIN = {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"}, "autoSelect": True}
+
+
+def plain_runtime(name: str, kind: str = "ServingRuntime", **spec: Any) -> dict[str, Any]:
+    """A runtime whose entries OME's areSupportedModelFormatsEqual can find equal: no version or
+    operator in modelFormat and modelFramework (Go compares those by pointer)."""
+    meta = {"name": name, "namespace": NAMESPACE} if kind == "ServingRuntime" else {"name": name}
+    body = {"supportedModelFormats": [{**PLAIN, "priority": 1}], "protocolVersions": ["openAI"]}
+    return {"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": meta, "spec": {**body, **spec}}
+
+
+def test_the_webhook_admits_the_spec_example_runtime(harness: Harness) -> None:
+    reply = admit(harness, runtime_manifest(), model_manifest(), runtime_manifest())
+    assert reply.allowed is True
+
+
+def test_the_webhook_rejects_a_runtime_whose_accelerator_classes_do_not_exist(harness: Harness) -> None:
+    reply = admit(harness, runtime_70b_manifest(), model_manifest())
+    assert reply.allowed is False
+    assert (
+        reply.denial.message
+        == "unknown accelerator classes referenced in AcceleratorRequirements: [nvidia-h100 nvidia-l40s]"
+    )
+    assert keys(reply) == [("AcceleratorClass", "", "nvidia-h100"), ("AcceleratorClass", "", "nvidia-l40s")]
+
+
+def test_accelerator_classes_the_caller_read_are_known(harness: Harness) -> None:
+    classes = [
+        {"apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": n}}
+        for n in ("nvidia-h100", "nvidia-l40s")
+    ]
+    reply = admit(harness, runtime_70b_manifest(), model_manifest(), *classes)
+    assert reply.allowed is True
+    assert list(reply.missing) == []
+
+
+def test_the_webhook_rejects_a_runtime_with_an_autoscaler_policy_ref(harness: Harness) -> None:
+    doc = plain_runtime("srt-a", autoscalerPolicyRef={"name": "p"}, disabled=True)
+    reply = admit(harness, doc)
+    assert reply.denial.message == (
+        "autoscalerPolicyRef is not allowed in runtime srt-a: attach the autoscaler policy in the InferenceService"
+    )
+
+
+def test_the_webhook_rejects_a_runtime_scaling_mode_but_independent_even_when_disabled(harness: Harness) -> None:
+    doc = plain_runtime("srt-a", scalingPolicy={"mode": "Coordinated"}, disabled=True)
+    reply = admit(harness, doc)
+    assert reply.denial.kind == "ScalingModeNotImplemented"
+    assert reply.denial.message == (
+        "ScalingModeNotImplemented: scalingPolicy mode Coordinated is not implemented; only Independent is supported"
+    )
+
+
+MULTINODE = (
+    "invalid configuration: for MultiNode deployment, both leader and worker must be defined"
+    " and worker.size must be greater than 0"
+)
+RAW = "invalid configuration: for RawDeployment, leader and worker must not be defined"
+
+
+def _env(mode: str) -> list[dict[str, Any]]:
+    return [{"name": "c", "env": [{"name": "DEPLOYMENT_MODE", "value": mode}]}]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"workers": {"size": 0}}, MULTINODE),
+        ({"engineConfig": {}, "containers": _env("MultiNode")}, MULTINODE),
+        ({"engineConfig": {}, "containers": _env("RawDeployment"), "workers": {"size": 2}}, RAW),
+    ],
+)
+def test_the_webhook_rejects_an_invalid_deployment_configuration(
+    harness: Harness, spec: dict[str, Any], message: str
+) -> None:
+    assert admit(harness, plain_runtime("srt-a", **spec)).denial.message == message
+
+
+def test_a_pd_disaggregated_or_disabled_runtime_is_not_checked_for_its_configuration(harness: Harness) -> None:
+    both = plain_runtime("srt-a", engineConfig={}, decoderConfig={}, workers={"size": 0})
+    assert admit(harness, both).allowed is True
+    disabled = plain_runtime("srt-a", workers={"size": 0}, disabled=True)
+    assert admit(harness, disabled).allowed is True
+
+
+def test_the_webhook_rejects_different_priorities_for_one_model_format_in_a_runtime(harness: Harness) -> None:
+    entries = [{**PLAIN, "name": "llama", "priority": 1}, {**PLAIN, "name": "llama", "priority": 2}]
+    doc = plain_runtime("srt-b", supportedModelFormats=entries)
+    reply = admit(harness, doc, plain_runtime("srt-a"))
+    assert (
+        reply.denial.message
+        == "different priorities assigned for the model format llama under the servingruntime srt-b"
+    )
+    cluster = plain_runtime("csr-b", kind="ClusterServingRuntime", supportedModelFormats=entries)
+    reply = admit(harness, cluster, plain_runtime("csr-a", kind="ClusterServingRuntime"))
+    assert reply.denial.message == (
+        "different priorities assigned for the model format llama under the clusterservingruntime csr-b"
+    )
+
+
+def test_different_priorities_are_checked_only_while_the_scope_holds_a_runtime_of_the_kind(harness: Harness) -> None:
+    entries = [{**PLAIN, "name": "llama", "priority": 1}, {**PLAIN, "name": "llama", "priority": 2}]
+    doc = plain_runtime("srt-b", supportedModelFormats=entries)
+    assert admit(harness, doc, plain_runtime("csr-a", kind="ClusterServingRuntime")).allowed is True
+
+
+def test_the_webhook_rejects_a_runtime_with_the_same_priority_as_another(harness: Harness) -> None:
+    # OME compares the entries' names case-insensitively, and names the reviewed runtime's
+    other = plain_runtime("srt-a", supportedModelFormats=[{**PLAIN, "name": "llama", "priority": 1}])
+    reply = admit(
+        harness, plain_runtime("srt-b", supportedModelFormats=[{**PLAIN, "name": "Llama", "priority": 1}]), other
+    )
+    assert reply.denial.message == (
+        "same priority assigned for the model format Llama in the servingruntimes srt-a and srt-b"
+        f" in namespace {NAMESPACE}"
+    )
+    cluster = plain_runtime("csr-b", kind="ClusterServingRuntime")
+    reply = admit(harness, cluster, plain_runtime("csr-a", kind="ClusterServingRuntime"))
+    assert (
+        reply.denial.message
+        == "same priority assigned for the model format  in the clusterservingruntimes csr-a and csr-b"
+    )
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        plain_runtime("srt-b"),  # the runtime itself: an update
+        plain_runtime("srt-a", disabled=True),
+        plain_runtime("srt-a", protocolVersions=["grpc-v2"]),
+        plain_runtime("srt-a", modelSizeRange={"min": "1B"}),
+        plain_runtime("srt-a", supportedModelFormats=[{**PLAIN, "priority": 2}]),
+        plain_runtime("srt-a", supportedModelFormats=[{**PLAIN, "autoSelect": False, "priority": 1}]),
+        plain_runtime("csr-a", kind="ClusterServingRuntime"),
+        # Go compares modelFormat's version by pointer: two runtimes' entries never equal
+        plain_runtime(
+            "srt-a", supportedModelFormats=[{**PLAIN, "modelFormat": {"name": "safetensors", "version": "1"}}]
+        ),
+    ],
+)
+def test_the_same_priority_is_allowed_where_ome_does_not_compare(harness: Harness, other: dict[str, Any]) -> None:
+    assert admit(harness, plain_runtime("srt-b"), other).allowed is True
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+
+def test_an_admit_without_an_object_is_invalid(harness: Harness) -> None:
+    assert_invalid(harness.call("Admit", pb.AdmitRequest()), "object")
+
+
+def test_an_object_of_a_kind_without_a_webhook_is_invalid(harness: Harness) -> None:
+    result = harness.call("Admit", pb.AdmitRequest(object=manifest_object(model_manifest())))
+    assert_invalid(result, "object.kind")
+
+
+def test_a_bad_manifest_names_its_field(harness: Harness) -> None:
+    doc = runtime_manifest()
+    doc["spec"]["supportedModelFormats"] = [{"modelFramework": {"name": "transformers"}}]
+    result = harness.call("Admit", pb.AdmitRequest(object=manifest_object(doc)))
+    assert_invalid(result, "object.spec.supportedModelFormats[0].modelFormat")
