@@ -136,14 +136,15 @@ class _Deadline(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         return continuation(details, request)
 
 
-def add_flags(p: argparse.ArgumentParser) -> None:
+def add_flags(p: argparse.ArgumentParser, default_timeout: float = DEFAULT_TIMEOUT) -> None:
     p.add_argument("--tls-ca", type=Path, help="connect with TLS, trusting this PEM CA")
     p.add_argument("--tls-cert", type=Path, help="client certificate (PEM), for servers that ask for one")
     p.add_argument("--tls-key", type=Path, help="the client certificate's PEM private key")
     p.add_argument(
         "--request-timeout",
         type=_timeout,
-        help=f"seconds a call may take, 0 for no limit (default {DEFAULT_TIMEOUT:g})",
+        default=None if default_timeout == DEFAULT_TIMEOUT else default_timeout,
+        help=f"seconds a call may take, 0 for no limit (default {default_timeout:g})",
     )
 
 

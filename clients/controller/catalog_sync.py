@@ -1,11 +1,9 @@
-"""policyd's catalog kept equal to the cluster's (Cluster)ServingRuntimes, (Cluster)BaseModels and
-InferenceServices:
+"""policyd's catalog kept equal to the cluster's (Cluster)ServingRuntimes, (Cluster)BaseModels,
+AcceleratorClasses and InferenceServices:
 each watch event updates one object; an audit replaces the whole catalog with a fresh listing."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Mapping
 
@@ -13,26 +11,12 @@ import grpc
 
 from clients.controller.kube import CatalogKey, Manifest
 from clients.controller.reconcile import Unavailable
+from clients.manifests import Item, catalog_item
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
 log = logging.getLogger("policyd.controller.catalog")
-Item = tuple[str, str]  # (manifest as policyd takes it, its digest)
-
-
-def catalog_item(obj: Manifest) -> Item:
-    """The object as policyd takes it: status, managed fields, resourceVersion and generation are
-    the cluster's bookkeeping, not catalog content (an InferenceService's status changes with every
-    condition we write)."""
-    body = {k: v for k, v in obj.items() if k != "status"}
-    body["metadata"] = {
-        k: v
-        for k, v in (obj.get("metadata") or {}).items()
-        if k not in ("managedFields", "resourceVersion", "generation")
-    }
-    manifest = json.dumps(body, sort_keys=True)
-    return manifest, hashlib.sha256(manifest.encode()).hexdigest()
 
 
 def _refused(err: grpc.RpcError) -> bool:

@@ -1,0 +1,132 @@
+"""policy-webhook: OME's admission webhooks (the three validators and the InferenceService
+defaulter) answered by policyd. It decides nothing: it asks policyd, reads from the cluster what
+policyd's catalog does not hold yet, and denies when policyd does not answer. Stateless: every
+replica serves."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import math
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import NoReturn
+
+from grpc_health.v1 import health_pb2_grpc
+from kubernetes import client
+
+from clients import tls
+from clients.controller.kube import ConfigError, load_configuration
+from clients.webhook.admission import Reviewer
+from clients.webhook.certs import CertError, ServingCertificates
+from clients.webhook.cluster_reads import ClusterReads
+from clients.webhook.server import WebhookServer
+from policyd.contract import policy_pb2_grpc
+from policyd.grpc_process import announce
+from policyd.server.observability import configure_logging
+
+log = logging.getLogger("policyd.webhook")
+# seconds a policyd call may take: two calls (read-your-writes) and the GETs between them fit in
+# the webhook configurations' timeoutSeconds (10)
+DEFAULT_CALL_TIMEOUT = 4.0
+DRAIN_TIMEOUT = 10.0  # seconds a stopping webhook waits for the reviews it is answering
+
+
+class FlagError(ValueError):
+    pass
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="policy-webhook", description=__doc__)
+    p.add_argument(
+        "--policyd",
+        default="127.0.0.1:50051",
+        help="policyd address, or host:port addresses comma-separated to balance calls over (default %(default)s)",
+    )
+    p.add_argument("--listen", default="0.0.0.0:9443", help="HTTPS host:port to serve on (default %(default)s)")
+    p.add_argument(
+        "--cert-dir",
+        type=Path,
+        default=Path("/tmp/k8s-webhook-server/serving-certs"),
+        help="directory with tls.crt and tls.key, served as they change (default %(default)s)",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: as kubectl, $KUBECONFIG, ~/.kube/config, then the in-cluster service account)",
+    )
+    p.add_argument("--ready-file", type=Path, help="write the bound host:port here once serving")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    p.add_argument("--log-format", choices=("json", "text"), default="json")
+    # --tls-ca/--tls-cert/--tls-key/--request-timeout: the connection to policyd. Whatever the
+    # timeout, no call outlasts the review's own deadline (server.review_deadline)
+    tls.add_flags(p, default_timeout=DEFAULT_CALL_TIMEOUT)
+    return p.parse_args(argv)
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise FlagError(f"--listen {text!r}: not host:port")
+    return host.removeprefix("[").removesuffix("]") or "0.0.0.0", int(port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    configure_logging(args.log_level, args.log_format)
+    connection = tls.of(args)
+    try:
+        address = listen_address(args.listen)
+        load_configuration(args.kubeconfig)
+        tls.target_of(args.policyd)  # an address that cannot be connected to is refused before starting
+        if connection.tls:
+            connection.credentials()  # unreadable TLS files are refused before starting
+        certs = ServingCertificates(args.cert_dir)
+        certs.load()
+    except (FlagError, ConfigError, tls.TlsFlagError, tls.AddressError, CertError) as err:
+        print(f"policy-webhook: {err}", file=sys.stderr)
+        return 2
+    # the deadline each call sets itself (the review's): the channel's default would be longer
+    channel = dataclasses.replace(connection, timeout=None).channel(args.policyd)
+    api = client.ApiClient()
+    reviewer = Reviewer(
+        policy_pb2_grpc.PolicyServiceStub(channel), args.policyd, ClusterReads(api), args.request_timeout or math.inf
+    )
+    try:
+        server = WebhookServer(address, certs, reviewer, health_pb2_grpc.HealthStub(channel))
+    except OSError as err:
+        print(f"policy-webhook: --listen {args.listen}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    serving = threading.Thread(target=server.serve_forever, name="https", daemon=True)
+    serving.start()
+    host, port = str(server.server_address[0]), int(server.server_address[1])
+    announce(f"{host}:{port}", args.ready_file)
+    log.info("serving", extra={"listen": f"{host}:{port}", "policyd": args.policyd})
+    stop.wait()
+    server.shutdown()  # no new connections; the reviews under way are answered
+    server.server_close()
+    if not server.in_flight.wait(DRAIN_TIMEOUT):
+        log.warning("stopping with reviews still unanswered after %gs", DRAIN_TIMEOUT)
+    channel.close()
+    api.close()  # type: ignore[no-untyped-call]  # the kubernetes client is untyped
+    log.info("stopped")
+    return _exit(0)
+
+
+def _exit(code: int) -> NoReturn:
+    """End without finalising the interpreter: connection threads blocked in an idle keep-alive
+    read and gRPC's threads can abort the process (SIGABRT) after it said it stopped."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
