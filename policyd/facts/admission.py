@@ -3,7 +3,7 @@ ServingRuntime / ClusterServingRuntime webhooks, alone and against each existing
 kind in its scope. Derivation only describes; the rules in rules/15-runtime-admission.yaml judge.
 
 OME reads these from the manifest (spec.workers, spec.containers, protocolVersions, each entry's
-own name, version and pointers), so they are read from the runtime's manifest here, once per
+own name, version and quantization), so they are read from the runtime's manifest here, once per
 manifest. Pairs are made only of entries OME's areSupportedModelFormatsEqual calls equal: the
 existing runtimes' entries are indexed by that equality, once per catalog snapshot."""
 
@@ -18,7 +18,6 @@ from policyd.facts.derive import Record, intrinsic_facts
 from policyd.resources.objects import ACCELERATOR_CLASS_KIND, ServingRuntime
 
 _MEMO_LIMIT = 50_000
-_NEVER_EQUAL = object()  # a part Go compares by pointer: equal to no other decoded entry's
 
 Signature = tuple[Any, ...]
 
@@ -27,7 +26,7 @@ Signature = tuple[Any, ...]
 class EntryProfile:
     index: int
     name: str  # supportedModelFormats[].name, which OME's priority checks call the model format
-    signature: Signature | None  # what areSupportedModelFormatsEqual compares; None: equal to none
+    signature: Signature  # what areSupportedModelFormatsEqual compares
     auto_select: bool  # IsAutoSelectEnabled: autoSelect set to true
     priority: int | None
 
@@ -48,24 +47,23 @@ def _get(doc: Any, key: str) -> Any:
     return doc.get(key) if isinstance(doc, Mapping) else None
 
 
-def _pointed(doc: Any) -> Any:
-    """A modelFormat or modelFramework as Go's == compares the structs: name and weight by value,
-    version and operator by pointer, so set on either side they never compare equal."""
+def _compared(doc: Any) -> Any:
+    """A modelFormat or modelFramework as areSupportedModelFormatsEqual means to compare it: by
+    value, with the CRD's defaults (operator Equal, weight 1) for what is unset. OME's Go
+    compares the structs, whose version and operator are pointers, so the API server's
+    defaulted operator would make no two entries equal and the check could never deny: we
+    compare what the pointers point to, as the check's message intends."""
     if doc is None:
         return None
-    if _get(doc, "version") is not None or _get(doc, "operator") is not None:
-        return _NEVER_EQUAL
-    return (_get(doc, "name") or "", _get(doc, "weight") or 0)
+    return (_get(doc, "name") or "", _get(doc, "version"), _get(doc, "operator") or "Equal", _get(doc, "weight") or 1)
 
 
 def _entry(index: int, doc: Any) -> EntryProfile:
     name = _get(doc, "name") or ""
-    parts = (_pointed(_get(doc, "modelFramework")), _pointed(_get(doc, "modelFormat")))
-    signature = None
-    if _NEVER_EQUAL not in parts:
-        # strings.EqualFold for the name; the other pointers compare the values they point to
-        values = (_get(doc, "version"), _get(doc, "quantization"), _get(doc, "modelArchitecture"))
-        signature = (name.casefold(), *values, *parts)
+    parts = (_compared(_get(doc, "modelFramework")), _compared(_get(doc, "modelFormat")))
+    # strings.EqualFold for the name; the other pointers compare the values they point to
+    values = (_get(doc, "version"), _get(doc, "quantization"), _get(doc, "modelArchitecture"))
+    signature = (name.casefold(), *values, *parts)
     priority = _get(doc, "priority")
     return EntryProfile(
         index=index,
@@ -173,8 +171,7 @@ class _EntryIndex:
         index: dict[Signature, list[tuple[ServingRuntime, EntryProfile]]] = {}
         for runtime in catalog.of_kind(kind, namespace):
             for entry in profile(runtime).entries:
-                if entry.signature is not None:
-                    index.setdefault(entry.signature, []).append((runtime, entry))
+                index.setdefault(entry.signature, []).append((runtime, entry))
         return _EntryIndex(kind, namespace, index)
 
     def derive(self, catalog: Catalog, changes: Changes) -> _EntryIndex | None:
@@ -194,8 +191,6 @@ def admit_pair_records(runtime: ServingRuntime, base: Record, catalog: Catalog) 
     ).entries
     found: list[tuple[tuple[str, int, int], Record]] = []
     for mine in own.entries:
-        if mine.signature is None:
-            continue
         for other, theirs in index.get(mine.signature, ()):
             their = profile(other)
             both = mine.priority is not None and theirs.priority is not None

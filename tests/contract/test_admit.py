@@ -209,8 +209,7 @@ PLAIN = {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "tra
 
 
 def plain_runtime(name: str, kind: str = "ServingRuntime", **spec: Any) -> dict[str, Any]:
-    """A runtime whose entries OME's areSupportedModelFormatsEqual can find equal: no version or
-    operator in modelFormat and modelFramework (Go compares those by pointer)."""
+    """A runtime with one auto-selectable entry of priority 1."""
     meta = {"name": name, "namespace": NAMESPACE} if kind == "ServingRuntime" else {"name": name}
     body = {"supportedModelFormats": [{**PLAIN, "priority": 1}], "protocolVersions": ["openAI"]}
     return {"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": meta, "spec": {**body, **spec}}
@@ -329,6 +328,19 @@ def test_the_webhook_rejects_a_runtime_with_the_same_priority_as_another(harness
     )
 
 
+def test_entries_compare_by_value_with_the_crd_defaults(harness: Harness) -> None:
+    """The API server stores each modelFormat and modelFramework with operator Equal and weight 1
+    (the CRD's defaults): such entries are the same model format as entries that leave them unset."""
+    defaulted = {"name": "safetensors", "version": "1.0.0", "operator": "Equal", "weight": 1}
+    stored = {**PLAIN, "modelFormat": defaulted, "modelFramework": {"name": "transformers", "operator": "Equal"}}
+    other = plain_runtime("srt-a", supportedModelFormats=[{**stored, "priority": 1}])
+    mine = {**PLAIN, "modelFormat": {"name": "safetensors", "version": "1.0.0"}, "priority": 1}
+    reply = admit(harness, plain_runtime("srt-b", supportedModelFormats=[mine]), other)
+    assert reply.denial.message == (
+        f"same priority assigned for the model format  in the servingruntimes srt-a and srt-b in namespace {NAMESPACE}"
+    )
+
+
 @pytest.mark.parametrize(
     "other",
     [
@@ -339,7 +351,7 @@ def test_the_webhook_rejects_a_runtime_with_the_same_priority_as_another(harness
         plain_runtime("srt-a", supportedModelFormats=[{**PLAIN, "priority": 2}]),
         plain_runtime("srt-a", supportedModelFormats=[{**PLAIN, "autoSelect": False, "priority": 1}]),
         plain_runtime("csr-a", kind="ClusterServingRuntime"),
-        # Go compares modelFormat's version by pointer: two runtimes' entries never equal
+        # a format version the other entry does not declare
         plain_runtime(
             "srt-a", supportedModelFormats=[{**PLAIN, "modelFormat": {"name": "safetensors", "version": "1"}}]
         ),
