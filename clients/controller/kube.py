@@ -24,8 +24,10 @@ PLURALS = {
     "ClusterBaseModel": "clusterbasemodels",
     "BaseModel": "basemodels",
     "InferenceService": "inferenceservices",
+    "AcceleratorClass": "acceleratorclasses",
 }
-CATALOG_KINDS = ("ClusterServingRuntime", "ServingRuntime", "ClusterBaseModel", "BaseModel")
+# AcceleratorClass is cluster-scoped: its objects carry no namespace, so catalog_key needs no case for it
+CATALOG_KINDS = ("ClusterServingRuntime", "ServingRuntime", "ClusterBaseModel", "BaseModel", "AcceleratorClass")
 # what an audit lists into policyd's catalog: the catalog kinds and the InferenceServices
 SYNCED_KINDS = (*CATALOG_KINDS, "InferenceService")
 FIELD_MANAGER = "policyd-controller"
