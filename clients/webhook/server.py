@@ -111,14 +111,17 @@ class Handler(BaseHTTPRequestHandler):
     timeout = IDLE_TIMEOUT
     disable_nagle_algorithm = True  # a response is one small write: no waiting for the last ACK
     wbufsize = 64 * 1024  # headers and body leave in one write (flushed after each request)
+    # what the base class answers itself (a malformed request line or header): one line, not HTML
+    error_message_format = "%(message)s\n"
+    error_content_type = "text/plain; charset=utf-8"
 
     def do_POST(self) -> None:
         url = urlsplit(self.path)
-        if url.path not in ENDPOINTS:
-            self._plain(HTTPStatus.BAD_REQUEST if url.path in HEALTH else HTTPStatus.NOT_FOUND, self._unknown(url.path))
-            return
         body = self._body()
         if body is None:
+            return
+        if url.path not in ENDPOINTS:
+            self._plain(HTTPStatus.BAD_REQUEST if url.path in HEALTH else HTTPStatus.NOT_FOUND, self._unknown(url.path))
             return
         start = time.monotonic()
         kind, defaults = ENDPOINTS[url.path]
@@ -155,6 +158,8 @@ class Handler(BaseHTTPRequestHandler):
             self._plain(HTTPStatus.BAD_REQUEST if path in ENDPOINTS else HTTPStatus.NOT_FOUND, self._unknown(path))
 
     def _wrong_method(self) -> None:
+        if "Content-Length" in self.headers and self._body() is None:
+            return
         self._plain(HTTPStatus.BAD_REQUEST, self._unknown(urlsplit(self.path).path))
 
     do_PUT = do_PATCH = do_DELETE = _wrong_method
