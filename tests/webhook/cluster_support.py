@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,10 @@ def _probed(api: client.ApiClient, namespace: str, kind: str, suffix: str) -> bo
     return False
 
 
+def _dropped(api: client.ApiClient, namespace: str, kind: str, suffix: str) -> bool:
+    return not _probed(api, namespace, kind, suffix)
+
+
 @contextlib.contextmanager
 def registered(
     api: client.ApiClient, configs: list[dict[str, Any]], suffix: str, namespace: str, timeout: float = 60.0
@@ -217,11 +222,11 @@ def registered(
     them no more, so the tests after it are not affected. ``namespace``: one that exists, for the
     probes' dry runs."""
     admission = client.AdmissionregistrationV1Api(api)
-    create = {
+    create: dict[str, Callable[..., Any]] = {
         "ValidatingWebhookConfiguration": admission.create_validating_webhook_configuration,
         "MutatingWebhookConfiguration": admission.create_mutating_webhook_configuration,
     }
-    delete = {
+    delete: dict[str, Callable[..., Any]] = {
         "ValidatingWebhookConfiguration": admission.delete_validating_webhook_configuration,
         "MutatingWebhookConfiguration": admission.delete_mutating_webhook_configuration,
     }
@@ -232,15 +237,11 @@ def registered(
             create[config["kind"]](config)
             made.append(config)
         for kind in sorted(kinds):
-            until(
-                lambda kind=kind: _probed(api, namespace, kind, suffix), timeout, f"the {kind} configuration in effect"
-            )
+            until(partial(_probed, api, namespace, kind, suffix), timeout, f"the {kind} configuration in effect")
         yield
     finally:
         for config in made:
             with contextlib.suppress(ApiException):
                 delete[config["kind"]](config["metadata"]["name"])
         for kind in sorted(kinds):
-            until(
-                lambda kind=kind: not _probed(api, namespace, kind, suffix), timeout, f"the {kind} configuration gone"
-            )
+            until(partial(_dropped, api, namespace, kind, suffix), timeout, f"the {kind} configuration gone")

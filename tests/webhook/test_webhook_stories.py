@@ -95,7 +95,8 @@ class Stack:
         made = self._listed()
         self.world.clean()
         custom = self.world.custom
-        for item in custom.list_cluster_custom_object("ome.io", "v1beta1", OME_CLASSES[1])["items"]:
+        classes: Any = custom.list_cluster_custom_object("ome.io", "v1beta1", OME_CLASSES[1])
+        for item in classes["items"]:
             custom.delete_cluster_custom_object("ome.io", "v1beta1", OME_CLASSES[1], item["metadata"]["name"])
         for key in made:
             self.gone(*key)
@@ -108,11 +109,11 @@ class Stack:
             ("ClusterBaseModel", "clusterbasemodels"),
             ("AcceleratorClass", "acceleratorclasses"),
         ):
-            items = custom.list_cluster_custom_object("ome.io", "v1beta1", plural)["items"]
-            keys += [(kind, item["metadata"]["name"], "") for item in items]
+            listed: Any = custom.list_cluster_custom_object("ome.io", "v1beta1", plural)
+            keys += [(kind, item["metadata"]["name"], "") for item in listed["items"]]
         for kind, plural in (("ServingRuntime", "servingruntimes"), ("BaseModel", "basemodels")):
-            items = custom.list_namespaced_custom_object("ome.io", "v1beta1", NAMESPACE, plural)["items"]
-            keys += [(kind, item["metadata"]["name"], NAMESPACE) for item in items]
+            listed = custom.list_namespaced_custom_object("ome.io", "v1beta1", NAMESPACE, plural)
+            keys += [(kind, item["metadata"]["name"], NAMESPACE) for item in listed["items"]]
         return keys
 
 
@@ -291,7 +292,7 @@ def _serving_then_runtime_gone(stories: Stack) -> None:
     )
     ran = stories.kubectl("delete", "clusterservingruntime", NAMED_RUNTIME)
     assert ran.output == (0, f'clusterservingruntime.ome.io "{NAMED_RUNTIME}" deleted\n', "")
-    condition = eventually(
+    condition: Any = eventually(
         lambda: (c := stories.world.runtime_ready(NAMED_ISVC)) and c["reason"] == "RuntimeNotFound" and c,
         timeout=60,
         what="RuntimeReady False, RuntimeNotFound",
