@@ -18,5 +18,5 @@ USER 10001
 EXPOSE 50051 9090
 # Plaintext on every interface, said explicitly (--insecure), so `docker run -p 50051:50051` works
 # as it did; in production give --tls-cert/--tls-key (and --tls-client-ca, --authz), or run it as
-# clients/controller/deploy/deployment.yaml does (the API on loopback, health for the kubelet).
+# clients/controller/deploy/deployment.yaml does (TLS and mTLS, health for the kubelet).
 ENTRYPOINT ["policyd", "--catalog", "/catalog", "--listen", "0.0.0.0:50051", "--insecure", "--metrics-port", "9090"]

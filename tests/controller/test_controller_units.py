@@ -106,5 +106,8 @@ def test_an_answer_without_a_rejection_is_no_refusal() -> None:
 
 @pytest.mark.parametrize("path", sorted(DEPLOY.glob("*.yaml")), ids=lambda p: p.name)
 def test_the_shipped_manifests_are_valid_kubernetes(path: Path) -> None:
-    for doc in yaml.safe_load_all(path.read_text()):
+    """cert-manager's kinds are not Kubernetes' own: test_controller_deploy.py checks them against
+    what refers to them."""
+    docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc["apiVersion"] != "cert-manager.io/v1"]
+    for doc in docs:
         kubernetes_validate.validate(doc, "1.32", strict=True)

@@ -3,24 +3,29 @@ exit 2, metrics bind the --listen host, --version and --help, an installed wheel
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from testkit.certs import CA, Pair
 
 from clients.conformance.processes import serving, wait_serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
+from policyd.contract import resources_pb2 as rpb
 from policyd.policy.loader import load_policy
 
-from .support import REPO, RULES, started
+from .support import REPO, RULES, RUNTIME_NAME, spec_manifest, started
 
 DAEMON = [sys.executable, "-m", "policyd.server.main"]
 
@@ -172,32 +177,141 @@ def _flag(args: list[str], name: str) -> str:
     return value
 
 
-def test_the_shipped_deployment_serves_health_where_the_kubelet_probe_reaches_it_and_the_api_on_loopback(
+CONTROLLER_DEPLOY = REPO / "clients" / "controller" / "deploy"
+POD_IP = "127.0.0.2"  # this machine too; only what listens on 0.0.0.0 answers there, as on a pod's IP
+
+
+def _shipped(folder: Path) -> list[dict[str, Any]]:
+    return [doc for path in sorted(folder.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def _common_name(secret_name: str) -> str:
+    """The commonName of the shipped cert-manager Certificate whose Secret is ``secret_name``."""
+    docs = _shipped(CONTROLLER_DEPLOY) + _shipped(REPO / "clients" / "webhook" / "deploy")
+    (name,) = [
+        d["spec"]["commonName"] for d in docs if d["kind"] == "Certificate" and d["spec"]["secretName"] == secret_name
+    ]
+    return str(name)
+
+
+def _pod_files(
+    tmp_path: Path, pod: dict[str, Any], container: dict[str, Any], docs: list[dict[str, Any]], ca: CA
+) -> Callable[[str], str]:
+    """``local(path)``: where the test puts the file ``path`` of the container's mounts, written as
+    the pod would see it: a Secret as cert-manager writes it (tls.crt, tls.key, ca.crt: a
+    certificate for the Secret's Certificate, of the test's CA), a ConfigMap's data as shipped."""
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"].rstrip("/"): volumes[m["name"]] for m in container["volumeMounts"]}
+    configmaps = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ConfigMap"}
+
+    def local(path: str) -> str:
+        (mount,) = [m for m in mounts if path.startswith(f"{m}/")]
+        volume = mounts[mount]
+        here = tmp_path / "pod" / volume["name"]
+        if not here.exists():
+            here.mkdir(parents=True)
+            if "secret" in volume:
+                (certificate,) = [
+                    d
+                    for d in docs
+                    if d["kind"] == "Certificate" and d["spec"]["secretName"] == volume["secret"]["secretName"]
+                ]
+                pair = ca.issue(certificate["metadata"]["name"], server="server auth" in certificate["spec"]["usages"])
+                (here / "tls.crt").write_bytes(pair.cert.read_bytes())
+                (here / "tls.key").write_bytes(pair.key.read_bytes())
+                (here / "ca.crt").write_bytes(ca.path.read_bytes())
+            else:
+                for key, text in configmaps[volume["configMap"]["name"]]["data"].items():
+                    (here / key).write_text(text)
+        local_path = here / Path(path).relative_to(mount)
+        assert local_path.is_file(), f"{path}: {volume} provides no such file"
+        return str(local_path)
+
+    return local
+
+
+def _credentials(ca: CA, client: Pair | None = None) -> grpc.ChannelCredentials:
+    return grpc.ssl_channel_credentials(
+        ca.path.read_bytes(), client.key.read_bytes() if client else None, client.cert.read_bytes() if client else None
+    )
+
+
+def _code(call: Callable[[], object]) -> grpc.StatusCode:
+    try:
+        call()
+    except grpc.RpcError as err:
+        return err.code()  # type: ignore[no-any-return,attr-defined]
+    return grpc.StatusCode.OK
+
+
+def _api_call(address: str, credentials: grpc.ChannelCredentials, rpc: str, request: Any, wait: bool = True) -> Any:
+    """One call over TLS; the certificate is checked for ``localhost`` (the test CA's server
+    certificate names it, as the shipped one does). ``wait``: until the channel connects (False:
+    a refused handshake fails the call at once)."""
+    options = [("grpc.ssl_target_name_override", "localhost")]
+    with grpc.secure_channel(address, credentials, options) as channel:
+        stub = policy_pb2_grpc.PolicyServiceStub(channel)
+        return getattr(stub, rpc)(request, timeout=30, wait_for_ready=wait)
+
+
+def _apply_request() -> pb.ApplyObjectsRequest:
+    doc = spec_manifest("004", "ServingRuntime", RUNTIME_NAME)
+    return pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=json.dumps(doc))])
+
+
+def test_the_shipped_deployment_serves_health_in_plaintext_and_the_api_with_mtls_and_authz_on_the_pod_network(
     tmp_path: Path,
 ) -> None:
-    """The kubelet's gRPC probe dials the pod IP on the probe's port, in plaintext: policyd as the
-    Deployment starts it answers health checks there, and its API only on loopback, where the
-    controller in the same pod dials it (127.0.0.2 stands in for the pod IP)."""
-    deployment = yaml.safe_load((REPO / "clients" / "controller" / "deploy" / "deployment.yaml").read_text())
-    (container,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "policyd"]
+    """policyd started with the Deployment's own args (its files made here, its ports free ones):
+    the kubelet's gRPC probe, plaintext, reaches health checking on the pod IP; the API there
+    takes only clients with a certificate of the CA, and the shipped authz ConfigMap lets
+    policy-webhook read but not write, policy-controller write."""
+    docs = _shipped(CONTROLLER_DEPLOY)
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = [c for c in pod["containers"] if c["name"] == "policyd"]
     assert container["command"] == ["policyd"]
     args = list(container["args"])
     listen, probe = _flag(args, "--listen"), _flag(args, "--health-listen")
-    assert listen.startswith("127.0.0.1:") and probe.startswith("0.0.0.0:")
+    assert listen.startswith("0.0.0.0:") and probe.startswith("0.0.0.0:")
     assert int(probe.rpartition(":")[2]) == container["readinessProbe"]["grpc"]["port"]
     assert int(probe.rpartition(":")[2]) in [p["containerPort"] for p in container["ports"]]
-    api, health_port = _free_port(), _free_port()  # the Deployment's own ports may be taken on this machine
+    ca = CA(tmp_path / "pki")
+    local = _pod_files(tmp_path, pod, container, docs, ca)
+    api_port, health_port = _free_port(), _free_port()  # the Deployment's own ports may be taken on this machine
     replaced = {
-        "--listen": f"127.0.0.1:{api}",
+        "--listen": f"0.0.0.0:{api_port}",
         "--health-listen": f"0.0.0.0:{health_port}",
         "--metrics-port": str(_free_port()),
         "--state-dir": str(tmp_path / "state"),
+        **{flag: local(_flag(args, flag)) for flag in ("--tls-cert", "--tls-key", "--tls-client-ca", "--authz")},
     }
     args = [
         f"{a.split('=', 1)[0]}={replaced[a.split('=', 1)[0]]}" if a.split("=", 1)[0] in replaced else a for a in args
     ]
+    controller, webhook = (
+        ca.issue(_common_name(s)) for s in ("policy-controller-client-cert", "policy-webhook-client-cert")
+    )
     ready = tmp_path / "ready"
-    with started([*DAEMON, *args, "--ready-file", str(ready)], ready):
-        wait_serving(f"127.0.0.1:{api}", 30)  # the controller in the same pod dials loopback
-        assert _serving(f"127.0.0.2:{health_port}")
-        assert not _serving(f"127.0.0.2:{api}", timeout=2)
+    with started([*DAEMON, *args, "--ready-file", str(ready)], ready, timeout=90):
+        assert _serving(f"{POD_IP}:{health_port}", timeout=30)  # the kubelet's probe: plaintext, on the pod IP
+        api = f"{POD_IP}:{api_port}"
+        assert not _serving(api, timeout=5)  # the API speaks no plaintext
+        no_certificate = _credentials(ca)
+        refused = _code(lambda: _api_call(api, no_certificate, "GetStatus", pb.GetStatusRequest(), wait=False))
+        assert refused == grpc.StatusCode.UNAVAILABLE
+        as_webhook = _credentials(ca, webhook)
+        assert _api_call(api, as_webhook, "GetStatus", pb.GetStatusRequest()).revisions.catalog_revision
+        with pytest.raises(grpc.RpcError) as denied:  # a reader: the catalog is the controller's to change
+            _api_call(api, as_webhook, "ApplyObjects", _apply_request())
+        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED, denied.value
+        assert "policy-webhook may not call ApplyObjects" in str(denied.value.details()), denied.value
+        # the controller beside it dials the name its command gives, with its own certificate
+        (command,) = [c["command"] for c in pod["containers"] if c["name"] == "controller"]
+        host = command[command.index("--policyd") + 1].rpartition(":")[0]
+        as_controller = _credentials(ca, controller)
+        with grpc.secure_channel(f"{host}:{api_port}", as_controller) as channel:
+            applied = policy_pb2_grpc.PolicyServiceStub(channel).ApplyObjects(
+                _apply_request(), timeout=30, wait_for_ready=True
+            )
+        assert [change.action for change in applied.changes] == ["created"]

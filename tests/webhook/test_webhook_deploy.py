@@ -92,8 +92,10 @@ def test_omes_four_webhooks_are_registered_as_ome_registers_them() -> None:
 
 
 def test_the_cert_manager_objects_fit_what_refers_to_them() -> None:
+    """The serving certificate; the client certificate for policyd is policyd's CA's
+    (tests/controller/test_controller_deploy.py)."""
     (issuer,) = by_kind("Issuer")
-    (certificate,) = by_kind("Certificate")
+    (certificate,) = [doc for doc in by_kind("Certificate") if doc["spec"].get("dnsNames")]
     (deployment,) = by_kind("Deployment")
     (service,) = by_kind("Service")
     assert issuer["apiVersion"] == certificate["apiVersion"] == CERT_MANAGER
@@ -117,6 +119,15 @@ def test_the_cert_manager_objects_fit_what_refers_to_them() -> None:
     assert f"--cert-dir={mount['mountPath']}" in container["args"]
     assert deployment["spec"]["replicas"] == 2
     assert pod["serviceAccountName"] == SERVICE_ACCOUNT
+
+
+def test_the_probes_do_not_depend_on_policyd() -> None:
+    """With policyd down, a readiness probe on /readyz would leave the Service no endpoints: the API
+    server would say "no endpoints available" instead of the webhook's denial naming policyd."""
+    (deployment,) = by_kind("Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["path"] == "/healthz", probe
 
 
 def test_the_cluster_role_only_gets_the_five_kinds_it_reads() -> None:
