@@ -16,8 +16,8 @@ from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
 log = logging.getLogger("policyd.webhook")
-# StatusCodes of a policyd that was not reached or did not answer in time
-NOT_ANSWERED = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+# the StatusCode of a policyd that was not reached (DEADLINE_EXCEEDED is told apart: it names the time)
+NOT_ANSWERED = frozenset({grpc.StatusCode.UNAVAILABLE})
 
 
 class Failed(Exception):
@@ -98,7 +98,9 @@ class Reviewer:
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return self._unanswered(f"no answer within {timeout:.3g}s")
         if code in NOT_ANSWERED:
-            return self._unanswered(f"{code.name}: {details}")
+            # gRPC's own words (addresses tried, the socket's error) go to the log, not to kubectl
+            log.warning("policyd at %s is unavailable: %s", self.address, details)
+            return self._unanswered("it is unavailable (not running, or not reachable from the webhook)")
         message = f"policyd at {self.address} failed the review: {code.name}: {details}"
         log.error("%s", message)
         return Answer(False, message, code=500, reason="InternalError")
