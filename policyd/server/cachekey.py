@@ -1,7 +1,11 @@
 """The decision cache's key for a request: a digest of the request, leaving out the
 InferenceService's name when the rules revision never reads it — no rule tests ``isvc_name``
 and no template or message prints it — as no response carries it otherwise. Two
-InferenceServices of one model, in one namespace, with one spec are then decided once."""
+InferenceServices of one model, in one namespace, with one spec are then decided once.
+
+A rule whose condition asks for a name not of OME's format (``isvc_name_valid: false``, as the
+webhook's name check) reads the name only then: such rules do not count, and a name not of
+OME's format is always kept in the key."""
 
 from __future__ import annotations
 
@@ -12,15 +16,25 @@ from collections.abc import Iterator
 from google.protobuf.message import Message
 
 from policyd.errors import InvalidInput
-from policyd.policy.model import Policy
+from policyd.facts.isvc_checks import NAME
+from policyd.policy.model import Policy, Rule
 from policyd.policy.templates import placeholders
 from policyd.resources.proto import manifest_text
 
-NAME_FIELD = "isvc_name"
+NAME_FIELD, VALID_NAME_FIELD = "isvc_name", "isvc_name_valid"
+
+
+def _about_invalid_names(rule: Rule) -> bool:
+    """Whether the rule fires only for a name not of OME's format."""
+    return rule.when.get(VALID_NAME_FIELD) is False
+
+
+def _readers(policy: Policy) -> Iterator[Rule]:
+    return (rule for rule in policy.rules if not _about_invalid_names(rule))
 
 
 def _templates(policy: Policy) -> Iterator[str]:
-    for rule in policy.rules:
+    for rule in _readers(policy):
         yield from (rule.reason, rule.refusal, rule.condition_message, rule.field, rule.component)
         yield from (rule.model_value, rule.runtime_value, rule.advisory)
     for group in policy.groups:
@@ -39,7 +53,7 @@ def reads_name(policy: Policy) -> bool:
     if found is None:
         if len(_READS) > 16:
             _READS.clear()
-        found = _READS[policy.revision] = any(NAME_FIELD in rule.fields for rule in policy.rules) or any(
+        found = _READS[policy.revision] = any(NAME_FIELD in rule.fields for rule in _readers(policy)) or any(
             NAME_FIELD in placeholders(t) for t in _templates(policy)
         )
     return found
@@ -55,6 +69,8 @@ def _nameless(request: Message) -> Message | None:
     out.CopyFrom(request)
     isvc = out.inference_service  # type: ignore[attr-defined]
     if isvc.WhichOneof("input") == "typed":
+        if not NAME.fullmatch(isvc.typed.metadata.name):
+            return None
         isvc.typed.metadata.ClearField("name")
         return out
     try:
@@ -63,6 +79,8 @@ def _nameless(request: Message) -> Message | None:
         return None
     meta = doc.get("metadata")
     if isinstance(meta, dict):
+        if not isinstance(meta.get("name"), str) or not NAME.fullmatch(meta["name"]):
+            return None
         doc["metadata"] = {k: v for k, v in meta.items() if k != "name"}
     try:
         isvc.manifest = json.dumps(doc, sort_keys=True)

@@ -39,6 +39,13 @@ def test_inference_services_differing_only_in_name_share_a_decision() -> None:
     assert request_digest(typed, policy) == request_digest(other, policy)
 
 
+def test_a_name_not_of_omes_format_keys_its_own_decision() -> None:
+    """The webhook's name check prints the name it refuses: such names are not left out."""
+    policy = build_revision(RULES).policy
+    assert request_digest(_select("Llama"), policy) != request_digest(_select("Other"), policy)
+    assert request_digest(_select("Llama"), policy) != request_digest(_select("a"), policy)
+
+
 def test_namespace_and_spec_still_tell_decisions_apart() -> None:
     policy = build_revision(RULES).policy
     digests = {
