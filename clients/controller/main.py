@@ -8,10 +8,8 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import sys
-from typing import NoReturn
 
 from kubernetes import client
 
@@ -23,6 +21,7 @@ from clients.controller.events import EventRecorder
 from clients.controller.kube import ConfigError, Kube, load_configuration
 from clients.controller.operator import lead
 from clients.controller.reconcile import Reconciler
+from clients.exiting import exit_now
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.server.observability import configure_logging
 
@@ -143,17 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, tls.TlsFlagError, tls.AddressError) as err:
         print(f"policy-controller: {err}", file=sys.stderr)
         return 2
-    return _exit(asyncio.run(run(args)))
-
-
-def _exit(code: int) -> NoReturn:
-    """End the process once the controller has stopped, without finalising the interpreter:
-    threads that gRPC and kopf leave behind can still be in their C code then, and abort the
-    process (SIGABRT) after it said it stopped, though everything it did was done."""
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    return exit_now(asyncio.run(run(args)))
 
 
 if __name__ == "__main__":

@@ -9,18 +9,17 @@ import argparse
 import dataclasses
 import logging
 import math
-import os
 import signal
 import sys
 import threading
 from pathlib import Path
-from typing import NoReturn
 
 from grpc_health.v1 import health_pb2_grpc
 from kubernetes import client
 
 from clients import tls
 from clients.controller.kube import ConfigError, load_configuration
+from clients.exiting import exit_now
 from clients.webhook.admission import Reviewer
 from clients.webhook.certs import CertError, ServingCertificates
 from clients.webhook.cluster_reads import ClusterReads
@@ -116,16 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     channel.close()
     api.close()  # type: ignore[no-untyped-call]  # the kubernetes client is untyped
     log.info("stopped")
-    return _exit(0)
-
-
-def _exit(code: int) -> NoReturn:
-    """End without finalising the interpreter: connection threads blocked in an idle keep-alive
-    read and gRPC's threads can abort the process (SIGABRT) after it said it stopped."""
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    return exit_now(0)
 
 
 if __name__ == "__main__":

@@ -7,15 +7,11 @@ Certificates' common names."""
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
 import yaml
-from kubernetes import client, dynamic
-from kubernetes.client.exceptions import ApiException
-from testkit.cluster import Cluster
+from testkit.cluster import Cluster, accepted_by_a_dry_run
 from testkit.shared import REPO
 
 from .support import DEPLOY
@@ -78,16 +74,10 @@ def certificate_behind(pod: dict[str, Any], container: dict[str, Any], flag: str
 
 
 def test_what_the_api_server_knows_is_accepted_by_a_server_side_dry_run(kube_cluster: Cluster) -> None:
-    api = kube_cluster.api()
-    with contextlib.suppress(ApiException):  # 409: there already
-        client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
-    resources = dynamic.DynamicClient(api).resources
     known = [doc for doc in shipped(DEPLOY) if doc["apiVersion"] != CERT_MANAGER]
     assert {"Deployment", "Service", "ConfigMap"} <= {doc["kind"] for doc in known}
-    for doc in known:
-        kubernetes_validate.validate(doc, "1.32", strict=True)
-        resource = resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-        resource.server_side_apply(body=doc, field_manager="controller-deploy-test", dry_run="All")
+    api = kube_cluster.api()
+    accepted_by_a_dry_run(api, known, NAMESPACE, "controller-deploy-test")
     api.close()
 
 

@@ -5,19 +5,22 @@ kube-apiserver built from their Go modules (tests/cluster), started once per ses
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
-from kubernetes import client, config
+from kubernetes import client, config, dynamic
+from kubernetes.client.exceptions import ApiException
 
 from testkit.shared import REPO
 
@@ -81,6 +84,21 @@ class Cluster:
         revision = int(self._etcd("/v3/kv/range", {"key": key, "limit": 1})["header"]["revision"])
         self._etcd("/v3/kv/compaction", {"revision": revision, "physical": True})
         return revision
+
+
+def accepted_by_a_dry_run(
+    api: client.ApiClient, docs: Iterable[Mapping[str, Any]], namespace: str, manager: str
+) -> None:
+    """Shipped manifests as the API server takes them: valid against the Kubernetes schemas
+    offline (strict: no unknown fields), then server-side applied with dry run into ``namespace``
+    (created when missing)."""
+    with contextlib.suppress(ApiException):  # 409: there already
+        client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    resources = dynamic.DynamicClient(api).resources
+    for doc in docs:
+        kubernetes_validate.validate(doc, "1.32", strict=True)
+        resource = resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+        resource.server_side_apply(body=doc, field_manager=manager, dry_run="All")
 
 
 @pytest.fixture(scope="session")

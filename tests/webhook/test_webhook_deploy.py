@@ -14,13 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
 import pytest
 import yaml
 from controller.manifests import named_isvc, named_model, named_runtime
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
-from testkit.cluster import Cluster
+from testkit.cluster import Cluster, accepted_by_a_dry_run
 from testkit.shared import REPO, RULES
 
 from clients.conformance.processes import serving
@@ -46,9 +45,6 @@ def ensure_namespace(api: client.ApiClient, name: str) -> None:
 
 
 def test_what_the_api_server_knows_is_accepted_by_a_server_side_dry_run(kube_cluster: Cluster) -> None:
-    api = kube_cluster.api()
-    ensure_namespace(api, NAMESPACE)
-    resources = dynamic.DynamicClient(api).resources
     known = [doc for doc in documents() if doc["apiVersion"] != CERT_MANAGER]
     assert {doc["kind"] for doc in known} == {
         "Deployment",
@@ -59,10 +55,8 @@ def test_what_the_api_server_knows_is_accepted_by_a_server_side_dry_run(kube_clu
         "ValidatingWebhookConfiguration",
         "MutatingWebhookConfiguration",
     }
-    for doc in known:
-        kubernetes_validate.validate(doc, "1.32", strict=True)
-        resource = resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-        resource.server_side_apply(body=doc, field_manager="webhook-deploy-test", dry_run="All")
+    api = kube_cluster.api()
+    accepted_by_a_dry_run(api, known, NAMESPACE, "webhook-deploy-test")
     api.close()
 
 
