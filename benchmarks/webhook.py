@@ -13,7 +13,10 @@ a CA of its own), all measured in one run.
   straight to the webhook's validating and mutating paths over one keep-alive HTTPS connection,
   each just after an empty policyd RPC (grpc health Check, the one benchmarks/scale.py uses) on
   the same daemon; p50 of each and the p50 of review / empty (goal for the validating review:
-  <= 2).
+  <= 2). Two clients send them: the API server's is Go's net/http, whose own cost is a few
+  microseconds, so the goal is judged with a minimal one (the request's bytes made beforehand,
+  the answer read by its Content-Length); Python's http.client, which parses the answer's
+  headers with the email package, is printed beside it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import contextlib
 import json
 import os
 import shutil
+import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -107,6 +112,43 @@ def isvc(name: str, namespace: str) -> dict[str, Any]:
     return doc
 
 
+class MinimalClient:
+    """One keep-alive HTTPS connection that sends requests made beforehand and reads each answer
+    by its Content-Length: a client costing about what the API server's does."""
+
+    def __init__(self, url: str, ca: Path) -> None:
+        host, _, port = url.removeprefix("https://").rpartition(":")
+        context = ssl.create_default_context(cafile=str(ca))
+        self.sock = context.wrap_socket(socket.create_connection((host, int(port)), timeout=30), server_hostname=host)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.host = f"{host}:{port}"
+
+    def request(self, path: str, body: bytes) -> bytes:
+        head = f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+        return f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+    def send(self, request: bytes) -> tuple[int, bytes]:
+        self.sock.sendall(request)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += self._recv()
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        length = next(int(line.split(b":")[1]) for line in lines if line.lower().startswith(b"content-length:"))
+        while len(body) < length:
+            body += self._recv()
+        return int(lines[0].split()[1]), body
+
+    def _recv(self) -> bytes:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise SystemExit("the webhook closed the connection")
+        return chunk
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 def p50(samples: list[float]) -> float:
     return statistics.median(samples)
 
@@ -155,35 +197,55 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
         )
 
         # (2) reviews straight to the webhook beside an empty RPC, requests built beforehand
+        # a new name and uid for every review, of each client: policyd's decision cache never answers
         bodies = {
-            path: [
-                json.dumps(admission_review(isvc(f"review-{path[1]}-{i}", WITH), uid=str(uuid.uuid4()))).encode()
+            (path, client): [
+                json.dumps(
+                    admission_review(isvc(f"review-{path[1]}-{client}-{i}", WITH), uid=str(uuid.uuid4()))
+                ).encode()
                 for i in range(args.reviews + 20)
             ]
             for path in (PATHS["inferenceservice"], PATHS["defaulter"])
+            for client in ("minimal", "http")
         }
         web = hook.client(certs.ca)
         stack.callback(web.close)
+        lean = MinimalClient(hook.url, certs.ca)
+        stack.callback(lean.close)
         channel = grpc.insecure_channel(policyd)
         stack.callback(channel.close)
         health = health_pb2_grpc.HealthStub(channel)
         check = health_pb2.HealthCheckRequest()
+
+        def by_http_client(path: str, body: bytes) -> tuple[int, bytes]:
+            reply = web.post(path, body)
+            return reply.status, reply.body
+
         for path, label in ((PATHS["inferenceservice"], "validating"), (PATHS["defaulter"], "mutating")):
-            samples = []
-            for i, body in enumerate(bodies[path]):
-                start = time.perf_counter()
-                health.Check(check)
-                between = time.perf_counter()
-                reply = web.post(path, body)
-                end = time.perf_counter()
-                if reply.status != 200 or not reply.response["allowed"]:
-                    raise SystemExit(f"{label} review {i}: {reply.status} {reply.text[:500]}")
-                if i >= 20:  # warm-up
-                    samples.append((end - between, between - start))
-            figures[f"{label} review ms"] = p50([t for t, _ in samples]) * 1e3
-            figures[f"empty RPC beside the {label} review ms"] = p50([e for _, e in samples]) * 1e3
-            figures[f"{label} review / empty RPC"] = p50([t for t, _ in samples]) / p50([e for _, e in samples])
-            figures[f"{label} review / empty RPC, each"] = p50([t / e for t, e in samples])
+            sent = {
+                "": [lean.request(path, body) for body in bodies[path, "minimal"]],
+                ", http.client": bodies[path, "http"],
+            }
+            for client_name, post in (
+                ("", lean.send),
+                (", http.client", lambda body, path=path: by_http_client(path, body)),
+            ):
+                samples = []
+                for i, request in enumerate(sent[client_name]):
+                    start = time.perf_counter()
+                    health.Check(check)
+                    between = time.perf_counter()
+                    status, answer = post(request)
+                    end = time.perf_counter()
+                    if status != 200 or not json.loads(answer)["response"]["allowed"]:
+                        raise SystemExit(f"{label} review {i}: {status} {answer[:500]!r}")
+                    if i >= 20:  # warm-up
+                        samples.append((end - between, between - start))
+                figures[f"{label} review{client_name} ms"] = p50([t for t, _ in samples]) * 1e3
+                figures[f"empty RPC beside it{client_name} ms"] = p50([e for _, e in samples]) * 1e3
+                figures[f"{label} review / empty RPC{client_name}"] = p50([t for t, _ in samples]) / p50(
+                    [e for _, e in samples]
+                )
     return figures
 
 
