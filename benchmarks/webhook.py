@@ -242,7 +242,7 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
                     if i >= 20:  # warm-up
                         samples.append((end - between, between - start))
                 figures[f"{label} review{client_name} ms"] = p50([t for t, _ in samples]) * 1e3
-                figures[f"empty RPC beside it{client_name} ms"] = p50([e for _, e in samples]) * 1e3
+                figures[f"empty RPC beside the {label} review{client_name} ms"] = p50([e for _, e in samples]) * 1e3
                 figures[f"{label} review / empty RPC{client_name}"] = p50([t for t, _ in samples]) / p50(
                     [e for _, e in samples]
                 )
