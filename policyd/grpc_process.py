@@ -191,18 +191,25 @@ def announce(address: str, ready_file: Path | None) -> None:
         os.replace(partial, ready_file)
 
 
+def stop_signal() -> threading.Event:
+    """Set at SIGTERM or SIGINT. Taken before readiness is announced, so that a stop sent as soon
+    as the ready file appears is not lost."""
+    stopping = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.set())
+    return stopping
+
+
 def wait_for_stop_signal(
+    stopping: threading.Event,
     server: grpc.Server,
     health_servicer: health.HealthServicer,
     grace: float = DEFAULT_GRACE,
     drain: Callable[[float], float] | None = None,
 ) -> None:
-    """Serve until SIGTERM or SIGINT, then report NOT_SERVING so clients drain, refuse new calls,
+    """Serve until ``stopping`` is set, then report NOT_SERVING so clients drain, refuse new calls,
     and stop once the calls already accepted finish (up to ``grace`` seconds in all; ``drain``
     refuses and waits first, giving back the grace left)."""
-    stopping = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopping.set())
     stopping.wait()
     health_servicer.enter_graceful_shutdown()
     if drain is not None:

@@ -21,8 +21,8 @@ from clients.controller.events import EventRecorder
 from clients.controller.kube import ConfigError, Kube, load_configuration
 from clients.controller.operator import lead
 from clients.controller.reconcile import Reconciler
-from clients.exiting import exit_now
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
+from policyd.exiting import exit_now
 from policyd.server.observability import configure_logging
 
 log = logging.getLogger("policyd.controller")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from clients.renderer.service import RendererServicer
 from policyd.contract import render_pb2, render_pb2_grpc
+from policyd.exiting import exit_now
 from policyd.grpc_process import (
     ListenError,
     add_health,
@@ -17,6 +18,7 @@ from policyd.grpc_process import (
     check_exposure,
     new_server,
     parse_listen,
+    stop_signal,
     wait_for_stop_signal,
 )
 from policyd.server.gate import Gate
@@ -49,9 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"policy-render: cannot listen on {err}", file=sys.stderr)
         return 2
     server.start()
+    stopping = stop_signal()
     announce(address, args.ready_file)
-    wait_for_stop_signal(server, health_servicer, args.shutdown_grace, gate.drain)
-    return 0
+    wait_for_stop_signal(stopping, server, health_servicer, args.shutdown_grace, gate.drain)
+    return exit_now(0)
 
 
 if __name__ == "__main__":

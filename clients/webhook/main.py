@@ -19,12 +19,12 @@ from kubernetes import client
 
 from clients import tls
 from clients.controller.kube import ConfigError, load_configuration
-from clients.exiting import exit_now
 from clients.webhook.admission import Reviewer
 from clients.webhook.certs import CertError, ServingCertificates
 from clients.webhook.cluster_reads import ClusterReads
 from clients.webhook.server import WebhookServer
 from policyd.contract import policy_pb2_grpc
+from policyd.exiting import exit_now
 from policyd.grpc_process import announce
 from policyd.server.observability import configure_logging
 

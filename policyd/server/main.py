@@ -17,6 +17,7 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from policyd.contract import policy_pb2, policy_pb2_grpc
+from policyd.exiting import exit_now
 from policyd.grpc_process import (
     Listen,
     ListenError,
@@ -28,6 +29,7 @@ from policyd.grpc_process import (
     new_server,
     parse_listen,
     seconds,
+    stop_signal,
     wait_for_stop_signal,
 )
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError
@@ -368,14 +370,15 @@ def _serve(args: argparse.Namespace) -> int:
         "serving",
         extra={"address": address, "rules_revision": state.revision.id, "catalog_revision": state.catalog.revision},
     )
+    stopping = stop_signal()
     announce(address, args.ready_file)
-    wait_for_stop_signal(server, health_servicer, args.shutdown_grace, gate.drain)
+    wait_for_stop_signal(stopping, server, health_servicer, args.shutdown_grace, gate.drain)
     if probes is not None:
         probe_health.enter_graceful_shutdown()
         probes.stop(0)
     for w in watchers:
         w.stop()
-    return 0
+    return exit_now(0)
 
 
 def _state_dir(args: argparse.Namespace) -> StateDir | None:

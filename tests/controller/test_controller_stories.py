@@ -139,8 +139,10 @@ def test_spec_001_a_multinode_runtime_is_rendered_as_a_leaderworkerset(world: Wo
         world.apply(multinode_isvc())
         eventually(lambda: resolved(world, "llama-3-70b"), what="RuntimeResolved")
         # OME names the LeaderWorkerSet lws-<component name>, with a Service to its leaders
-        lws = eventually(lambda: world.workloads("llama-3-70b").get(("LeaderWorkerSet", "lws-llama-3-70b-engine")))
-        assert [kind for kind, _ in world.workloads("llama-3-70b")] == ["Service", "LeaderWorkerSet"]
+        # the two are applied one after the other: wait for both
+        workloads = eventually(lambda: found if len(found := world.workloads("llama-3-70b")) >= 2 else None)
+        assert [kind for kind, _ in workloads] == ["Service", "LeaderWorkerSet"]
+        lws = workloads[("LeaderWorkerSet", "lws-llama-3-70b-engine")]
         assert lws["metadata"]["labels"]["serving-runtime"] == MULTINODE_RUNTIME
         assert lws["spec"]["leaderWorkerTemplate"]["size"] >= 2
 

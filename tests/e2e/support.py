@@ -83,4 +83,9 @@ def started(command: list[Any], ready: Path, timeout: float = 30, **popen: Any) 
     finally:
         if proc.poll() is None:
             proc.terminate()
-            proc.wait(timeout=10)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # never left behind; the failure says what it printed
+                _, err = proc.communicate()
+                raise AssertionError(f"{command[0]} did not stop within 30s of SIGTERM:\n{err}") from None

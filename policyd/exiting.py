@@ -1,6 +1,7 @@
-"""How the long-running clients end once they have stopped: without finalising the interpreter.
+"""How the long-running processes end once they have stopped: without finalising the interpreter.
 Threads that gRPC, kopf and idle keep-alive connections leave behind can still be in their C code
-then, and abort the process (SIGABRT) after it said it stopped, though everything it did was done."""
+then, and abort the process (SIGABRT) or hang it after it said it stopped, though everything it
+did was done."""
 
 from __future__ import annotations
 
