@@ -31,7 +31,7 @@ def test_sigterm_stops_the_process_with_exit_code_zero(module: str, args: list[s
             assert time.monotonic() < deadline, "did not start"
             time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=30) == 0
         assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
     finally:
         if proc.poll() is None:
