@@ -230,19 +230,47 @@ def test_an_unknown_path_is_a_404_and_a_wrong_method_a_400(webhook: Webhook, cer
     assert client.post(ISVC, admission_review(named_isvc())).status == 200  # the connection is still good
 
 
-def test_a_body_without_a_length_is_refused(webhook: Webhook, certs: Certs) -> None:
+def _exchange(webhook: Webhook, certs: Certs, request: bytes) -> bytes:
+    """Everything the webhook answers one raw request, on a connection that then closes."""
     context = ssl.create_default_context(cafile=str(certs.ca))
     host, port = webhook.url.removeprefix("https://").rsplit(":", 1)
     with (
         socket.create_connection((host, int(port)), timeout=30) as raw,
         context.wrap_socket(raw, server_hostname=host) as tls,
     ):
-        tls.sendall(f"POST {ISVC} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
+        tls.sendall(request)
         answer = b""
         while chunk := tls.recv(4096):
             answer += chunk
+    return answer
+
+
+def test_a_body_without_a_length_is_refused(webhook: Webhook, certs: Certs) -> None:
+    answer = _exchange(
+        webhook, certs, f"POST {ISVC} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    )
     assert answer.startswith(b"HTTP/1.1 400 ")
     assert answer.endswith(b"send the AdmissionReview with a Content-Length\n")
+
+
+def test_header_names_are_read_whatever_their_case(webhook: Webhook, certs: Certs) -> None:
+    body = json.dumps(admission_review(named_isvc())).encode()
+    head = f"POST {ISVC} HTTP/1.1\r\nhost: x\r\ncontent-length: {len(body)}\r\nCONNECTION: close\r\n\r\n"
+    answer = _exchange(webhook, certs, head.encode() + body)
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert b"Connection: close" in answer  # and it closed: _exchange read to the end
+
+
+def test_a_header_line_without_a_colon_is_a_400_quoting_it(webhook: Webhook, certs: Certs) -> None:
+    answer = _exchange(webhook, certs, f"POST {ISVC} HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n".encode())
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert answer.endswith(b"Bad header line ('no colon here')\n")
+
+
+def test_an_http_1_0_request_is_answered_and_the_connection_closed(webhook: Webhook, certs: Certs) -> None:
+    answer = _exchange(webhook, certs, b"GET /healthz HTTP/1.0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert answer.endswith(b"ok\n")
 
 
 # -- deletes, health -------------------------------------------------------------------------------
