@@ -10,8 +10,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from policyd.policy import templates
+from policyd.policy.effects import DECIDING
 from policyd.policy.engine import Fired
-from policyd.policy.model import DECIDING, Group, Policy, Rule
+from policyd.policy.model import Group, Policy, Rule
 from policyd.resources.objects import ServingRuntime
 
 if TYPE_CHECKING:  # shared.py builds on this module

@@ -16,13 +16,12 @@ import jsonschema
 import yaml
 
 from policyd.errors import InvalidInput
-from policyd.facts.fields import ADMISSION_SCOPES, BOOL, ENTRY, FIELDS, LINT_SCOPES, RUNTIME, fields_of
+from policyd.facts.fields import BOOL, ENTRY, FIELDS, RUNTIME, fields_of
 from policyd.policy import templates
 from policyd.policy.conditions import ConditionError, compile_condition, negate
+from policyd.policy.effects import DECIDING, EFFECTS, GROUPED, KINDED, OUTCOMES, WAIVABLE, scope_effects
 from policyd.policy.messages import MESSAGE_VARIABLES
 from policyd.policy.model import (
-    KINDED,
-    WAIVABLE,
     EntriesReason,
     FieldDefault,
     Group,
@@ -42,18 +41,6 @@ MAX_RULE_FILE_BYTES = 16 << 20
 BUNDLED_RULES = (Path(__file__).resolve().parents[1] / "rules").resolve()
 SETTINGS = ("messages", "kinds", "scoring", "ranking", "selection")
 OPTIONAL_SETTINGS = ("defaults",)  # a policy without them defaults nothing
-# The effects a rule of each scope may have.
-SCOPE_EFFECTS = {
-    "request": ("refuse",),
-    "model": ("refuse",),
-    "runtime": ("refuse", "exclude", "reject", "skip", "advise", "score", "allow"),
-    "entry": ("exclude", "advise", "score", "allow"),
-    "component": ("refuse",),
-    # lint rules judge the catalog: they only report
-    **dict.fromkeys(LINT_SCOPES, ("finding", "allow")),
-    # admission rules deny the runtime under review
-    **dict.fromkeys(ADMISSION_SCOPES, ("refuse", "allow")),
-}
 
 
 @dataclass
@@ -75,6 +62,13 @@ class RuleFileError(Exception):
 def schema() -> dict[str, Any]:
     text = resources.files("policyd.policy").joinpath("rulefile.schema.json").read_text()
     loaded: dict[str, Any] = json.loads(text)
+    # the effects' names are policyd/policy/effects.py's, not written again here
+    settings, defs = loaded["properties"], loaded["$defs"]
+    excluded = [e for e in EFFECTS if e in DECIDING]
+    settings["selection"]["properties"]["listed_as_excluded"]["items"]["enum"] = excluded
+    defs["rule"]["properties"]["effect"]["enum"] = list(EFFECTS)
+    defs["group"]["properties"]["effect"]["enum"] = list(GROUPED)
+    defs["test"]["properties"]["expect"]["properties"]["effect"]["enum"] = list(OUTCOMES)
     return loaded
 
 
@@ -180,8 +174,8 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
     def fail(reason: str) -> RuleFileError:
         return RuleFileError(source, reason, rule_id, line)
 
-    if effect not in SCOPE_EFFECTS[scope]:
-        raise fail(f"a rule that applies to {scope} takes effect {' or '.join(SCOPE_EFFECTS[scope])}, not {effect}")
+    if effect not in scope_effects(scope):
+        raise fail(f"a rule that applies to {scope} takes effect {' or '.join(scope_effects(scope))}, not {effect}")
     visible = fields_of(scope)
     try:
         condition, used = compile_condition(raw["when"])
@@ -195,14 +189,13 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
         if request_bound:
             # the catalog refuses such a runtime on its own, before any request
             raise fail(f"a runtime refusal tests the runtime alone, not {', '.join(request_bound)}")
-    if (effect == "score") != ("points" in raw):
-        raise fail("points is required with effect score and allowed only there")
-    if (effect == "allow") != ("overrides" in raw):
-        raise fail("overrides is required with effect allow and allowed only there")
-    if (effect == "finding") != ("severity" in raw):
-        raise fail("severity is required with effect finding and allowed only there")
+    for each in EFFECTS.values():
+        if each.requires and (effect == each.name) != (each.requires in raw):
+            raise fail(f"{each.requires} is required with effect {each.name} and allowed only there")
     if "kind" in raw and effect not in KINDED:
-        raise fail(f"kind is declared only on rules that refuse, exclude or reject, not {effect}")
+        kinded = [e for e in EFFECTS if e in KINDED]
+        said = f"{', '.join(kinded[:-1])} or {kinded[-1]}"
+        raise fail(f"kind is declared only on rules that {said}, not {effect}")
     _templates(
         raw,
         ("reason", "refusal", "condition_message", "field", "component", "model_value", "runtime_value"),
@@ -245,8 +238,8 @@ def _group(raw: Mapping[str, Any], source: str, line: int) -> Group:
     def fail(reason: str) -> RuleFileError:
         return RuleFileError(source, f"group: {reason}", group_id, line)
 
-    if raw["effect"] not in SCOPE_EFFECTS[scope]:
-        raise fail(f"a group that applies to {scope} takes effect {' or '.join(SCOPE_EFFECTS[scope])}")
+    if raw["effect"] not in scope_effects(scope):
+        raise fail(f"a group that applies to {scope} takes effect {' or '.join(scope_effects(scope))}")
     entries = raw.get("entries")
     if (entries is not None) != (scope == ENTRY):
         raise fail("entries (how several entries' reasons make the runtime's) is declared exactly on entry groups")

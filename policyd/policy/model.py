@@ -6,20 +6,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-EFFECTS = ("refuse", "exclude", "reject", "skip", "advise", "score", "allow", "finding")
-# refuse:  the request is refused (request and model rules); a runtime rule refuses the runtime
-#          itself: the catalog does not take it, and a runtime that has it cannot be used
-# exclude: the runtime does not declare support (not compatible, not selectable)
-# reject:  the runtime cannot be auto-selected, compatibility judged apart (e.g. disabled)
-# skip:    not selectable, and not counted as an exclusion (e.g. no autoSelect entry)
-# advise:  adds an advisory, no other effect
-# score:   adds ``points`` to the score
-# allow:   waives the rules it ``overrides`` where its condition holds (their conditions get
-#          "and not this one" when loaded); it never fires itself
-# finding: (lint scopes) reports what lint finds, with a ``severity``; decides nothing
-DECIDING = frozenset({"refuse", "exclude", "reject", "skip"})  # effects that can make a runtime unselectable
-KINDED = frozenset({"refuse", "exclude", "reject"})  # effects whose refusals carry a kind
-WAIVABLE = DECIDING | {"finding"}  # effects an allow rule may override
 SEVERITIES = ("error", "warning", "info")  # of findings, most severe first
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from policyd.decision.verdicts import Check, rule_reason, runtime_checks
 from policyd.facts.fields import ENTRY, RUNTIME, neutral_record
+from policyd.policy.effects import DECIDING
 from policyd.policy.engine import Fired, RuleEngine
-from policyd.policy.model import DECIDING, Group, Policy, Rule, RuleTest
+from policyd.policy.model import Group, Policy, Rule, RuleTest
 
 
 @dataclass(frozen=True)

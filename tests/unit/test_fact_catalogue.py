@@ -25,7 +25,7 @@ from policyd.facts.fields import (
     neutral_record,
     reader,
 )
-from policyd.policy.model import DECIDING
+from policyd.policy.effects import DECIDING
 from policyd.resources.manifests import parse_model, parse_runtime
 from policyd.whatif.lint_facts import lint_records
 
