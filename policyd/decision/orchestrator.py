@@ -37,6 +37,7 @@ from policyd.facts.derive import (
 from policyd.facts.diffusers_backend import config_for
 from policyd.facts.fields import COMPONENT, ENTRY, MODEL, REQUEST, RUNTIME, neutral_record
 from policyd.policy import templates
+from policyd.policy.effects import BLOCK, WARN
 from policyd.policy.engine import Fired
 from policyd.policy.model import Rule
 from policyd.policy.revision import Revision
@@ -415,7 +416,7 @@ def resolve_reviewed(
     if verdict is None or subject.model is None:
         # No model: OME skips all model work, so there is nothing to check support against.
         return Resolution(runtime, verdict)
-    check = verdict.when_named("advise")
+    check = verdict.when_named(WARN)
     if check is None:
         return Resolution(runtime, verdict, entry_index=verdict.entry_index)
     assert isvc.runtime is not None and runtime is not None
@@ -488,7 +489,7 @@ def _backend(
     if config is None or not config.diffusers:
         return None
     verdict = _judge(revision, subject, base, [runtime], named)[0] if subject.model else None
-    check = verdict.when_named("reject") if verdict else None
+    check = verdict.when_named(BLOCK) if verdict else None
     advisories = verdict.advisories if verdict else ()
     return backend_effective(config, subject.model, check.reason() if check else None, advisories)
 
@@ -503,7 +504,7 @@ def refusal_when_named(revision: Revision, runtime: ServingRuntime) -> Reason | 
     checks, _ = runtime_checks(policy, record, fired, ())
     # an entry group's check says "no entry matches": it is about the model, not the runtime alone
     alone = tuple(c for c in checks if c.group is None or c.group.entries is None)
-    check = RuntimeVerdict(runtime, record, alone, 0, -1, (), 0.0, policy).when_named("reject")
+    check = RuntimeVerdict(runtime, record, alone, 0, -1, (), 0.0, policy).when_named(BLOCK)
     return check.reason() if check is not None else None
 
 

@@ -10,7 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from policyd.policy import templates
-from policyd.policy.effects import DECIDING
+from policyd.policy.effects import BLOCK, DECIDING
 from policyd.policy.engine import Fired
 from policyd.policy.model import Group, Policy, Rule
 from policyd.resources.objects import ServingRuntime
@@ -217,7 +217,7 @@ class RuntimeVerdict:
         )
 
     def named_refusal(self) -> Refusal | None:
-        check = self.when_named("reject")
+        check = self.when_named(BLOCK)
         if check is None:
             return None
         kind = self.policy.kinds[check.kind]

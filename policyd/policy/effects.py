@@ -1,6 +1,6 @@
-"""The rule effects, defined once. The rule-file schema, the loader, the engine, the self-test,
-lint and the docs read them from here: adding an effect is a row in EFFECTS, a rule file that
-uses it, and a test (docs/rules.md says so)."""
+"""The rule effects, and what a named runtime's refusal kinds do, defined once. The rule-file
+schema, the loader, the engine, the self-test, lint and the docs read them from here: adding an
+effect is a row in EFFECTS, a rule file that uses it, and a test (docs/rules.md says so)."""
 
 from __future__ import annotations
 
@@ -87,3 +87,13 @@ OUTCOMES = (*(e.name for e in EFFECTS.values() if e.deciding or e.reports), "pas
 def scope_effects(scope: str) -> tuple[str, ...]:
     """The effects a rule that applies to ``scope`` may take, in EFFECTS' order."""
     return tuple(e.name for e in EFFECTS.values() if scope in e.scopes)
+
+
+# What a refusal's kind makes of a runtime the InferenceService names (spec.runtime): words of
+# their own, not effects'. A rule file's ``kinds`` say one for each kind.
+WARN, BLOCK, USE = "warn", "block", "use"
+NAMED_ACTIONS: Mapping[str, str] = {
+    WARN: "the named runtime is used anyway, with a warning and an event",
+    BLOCK: "the named runtime is not used: the InferenceService is refused",
+    USE: "the named runtime is used, silently",
+}

@@ -19,7 +19,16 @@ from policyd.errors import InvalidInput
 from policyd.facts.fields import BOOL, ENTRY, FIELDS, RUNTIME, fields_of
 from policyd.policy import templates
 from policyd.policy.conditions import ConditionError, compile_condition, negate
-from policyd.policy.effects import DECIDING, EFFECTS, GROUPED, KINDED, OUTCOMES, WAIVABLE, scope_effects
+from policyd.policy.effects import (
+    DECIDING,
+    EFFECTS,
+    GROUPED,
+    KINDED,
+    NAMED_ACTIONS,
+    OUTCOMES,
+    WAIVABLE,
+    scope_effects,
+)
 from policyd.policy.messages import MESSAGE_VARIABLES
 from policyd.policy.model import (
     EntriesReason,
@@ -67,6 +76,7 @@ def schema() -> dict[str, Any]:
     excluded = [e for e in EFFECTS if e in DECIDING]
     settings["selection"]["properties"]["listed_as_excluded"]["items"]["enum"] = excluded
     defs["rule"]["properties"]["effect"]["enum"] = list(EFFECTS)
+    settings["kinds"]["additionalProperties"]["properties"]["when_named"]["enum"] = list(NAMED_ACTIONS)
     defs["group"]["properties"]["effect"]["enum"] = list(GROUPED)
     defs["test"]["properties"]["expect"]["properties"]["effect"]["enum"] = list(OUTCOMES)
     return loaded

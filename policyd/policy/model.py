@@ -75,7 +75,7 @@ class Group:
 @dataclass(frozen=True)
 class Kind:
     name: str
-    when_named: str  # advise: a named runtime is used anyway, with a warning and an event; reject: refused; use: used
+    when_named: str  # what a refusal of this kind makes of a named runtime: one of effects.NAMED_ACTIONS
     condition_reason: str  # the RuntimeReady reason (and the event reason) it reports
     event_reason: str  # the event a named runtime records when used anyway
     refusal: str  # reject: the message refusing a named runtime, unless the rule sets its own

@@ -1,5 +1,5 @@
 """``effect: allow`` with ``overrides`` waives other rules where its condition holds; a kind whose
-``when_named`` is reject makes Resolve reject, instead of warn about, a runtime named explicitly
+``when_named`` is block makes Resolve reject, instead of warn about, a runtime named explicitly
 that the rule finds not compatible."""
 
 from __future__ import annotations
@@ -110,8 +110,8 @@ def test_overrides_go_with_allow_and_kinds_with_refusals(tmp_path: Path, rule: s
 def test_a_named_runtime_gets_omes_warning_unless_the_kind_rejects_it() -> None:
     policy = load_policy(Path(__file__).resolve().parents[2] / "rules")
     by_id = {r.id: r for r in policy.rules}
-    assert policy.kinds[by_id["framework-version-mismatch"].kind].when_named == "advise"
-    assert policy.kinds[by_id["diffusers-cfg-parallel-not-supported"].kind].when_named == "reject"
+    assert policy.kinds[by_id["framework-version-mismatch"].kind].when_named == "warn"
+    assert policy.kinds[by_id["diffusers-cfg-parallel-not-supported"].kind].when_named == "block"
 
 
 WHENS: list[dict[str, Any]] = [
