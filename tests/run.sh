@@ -14,6 +14,7 @@ SHARED=${POLICYD_SHARED:-../shared}
 
 echo "== ruff";   ruff check . && ruff format --check . >/dev/null
 echo "== mypy";   mypy policyd clients
+echo "== layers"; lint-imports  # pyproject's [tool.importlinter]: policyd's layers, no cycles
 echo "== buf";    buf lint
 echo "== rules";  policyctl rules test rules
 echo "== conformance"

@@ -13,8 +13,8 @@ from typing import NoReturn
 import grpc
 
 from clients import tls
-from clients.conformance import command as conformance
 from clients.policyctl import catalogcmds, commands, rulecmds, whatifcmds
+from clients.policyctl.conformance import command as conformance
 from clients.policyctl.connection import DEFAULT_ADDRESS, DEFAULT_RENDERER, rpc_error
 from clients.policyctl.inputs import InputError
 from clients.policyctl.output import OutputError, Result, error_line, output_format, show

@@ -26,7 +26,8 @@ from clients.renderer.scaling import with_replica_defaults
 from clients.renderer.shape import check_component
 from clients.renderer.workloads import MODEL_COMPONENTS, MULTI_NODE, Pods, build_objects
 from policyd.errors import InvalidInput
-from policyd.semantics.modes import COMPONENTS, EffectiveMode
+from policyd.resources.deployment_modes import COMPONENTS
+from policyd.semantics.modes import EffectiveMode
 
 RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
 

@@ -14,8 +14,9 @@ from clients.renderer.render import RenderInput, render
 from policyd.contract import policy_pb2, render_pb2_grpc
 from policyd.contract import render_pb2 as pb
 from policyd.errors import InvalidInput
+from policyd.resources.deployment_modes import COMPONENTS, MODES
 from policyd.resources.proto import isvc_manifest, object_manifest
-from policyd.semantics.modes import COMPONENTS, MODES, EffectiveMode
+from policyd.semantics.modes import EffectiveMode
 
 log = logging.getLogger("policy-render")
 

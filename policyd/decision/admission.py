@@ -13,7 +13,6 @@ from typing import Any
 from policyd.catalog.snapshot import Catalog, Key, make_key
 from policyd.decision import orchestrator
 from policyd.decision.lookup import lookup_keys
-from policyd.decision.verdicts import Refusal, refusal
 from policyd.facts.admission import (
     accelerator_class_keys,
     admit_pair_records,
@@ -22,6 +21,7 @@ from policyd.facts.admission import (
 )
 from policyd.facts.fields import ADMIT_PAIR, ADMIT_RUNTIME
 from policyd.policy import templates
+from policyd.policy.outcomes import Refusal, refusal
 from policyd.policy.revision import Revision
 from policyd.resources.objects import InferenceService, ServingRuntime
 

@@ -27,9 +27,10 @@ from typing import Any
 from policyd.catalog.snapshot import Catalog, Changes, Key
 from policyd.facts.derive import Record, entry_own_facts, intrinsic_facts
 from policyd.facts.fields import ENTRY, FIELDS, LIST, MODEL, REQUEST, RUNTIME, reader
+from policyd.facts.scoring import Scoring
 from policyd.policy.conditions import Constraint, pass_constraints
 from policyd.policy.effects import DECIDING
-from policyd.policy.model import Policy, Scoring
+from policyd.policy.model import Policy
 from policyd.resources.objects import RUNTIME_KINDS, ServingRuntime
 
 _PLANS_LIMIT = 10_000

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policyd.decision.verdicts import Reason
 from policyd.facts.diffusers_config import BackendConfig
+from policyd.policy.outcomes import Reason
 from policyd.resources.objects import BaseModel
 from policyd.semantics import vllm_omni as omni
 

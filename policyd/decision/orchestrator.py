@@ -15,15 +15,7 @@ from policyd.decision.diffusers_effective import DiffusersEffective, backend_eff
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import rank
 from policyd.decision.shared import Encodings, SharedVerdicts
-from policyd.decision.verdicts import (
-    Reason,
-    Refusal,
-    RuntimeVerdict,
-    entry_matches,
-    refusal,
-    rule_reason,
-    runtime_checks,
-)
+from policyd.decision.verdicts import RuntimeVerdict
 from policyd.errors import InvalidInput
 from policyd.facts.derive import (
     Record,
@@ -40,10 +32,11 @@ from policyd.policy import templates
 from policyd.policy.effects import BLOCK, WARN
 from policyd.policy.engine import Fired
 from policyd.policy.model import Rule
+from policyd.policy.outcomes import Reason, Refusal, entry_matches, refusal, rule_reason, runtime_checks
 from policyd.policy.revision import Revision
 from policyd.resources.objects import BaseModel, InferenceService, ModelRef, ServingRuntime
+from policyd.resources.sizes import range_distance
 from policyd.semantics.format_label import format_label
-from policyd.semantics.sizes import range_distance
 
 T = TypeVar("T")
 

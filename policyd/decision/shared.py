@@ -33,28 +33,17 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, cast
 
+from policyd.decision.verdicts import RuntimeVerdict, Shared
 from policyd.facts.derive import Record, Subject, intrinsic_facts
 from policyd.facts.fields import ENTRY, FIELDS, MODEL, REQUEST, RUNTIME, reader
 from policyd.policy.model import Group, Policy, Rule
+from policyd.policy.outcomes import Check
 from policyd.policy.templates import placeholders
 from policyd.resources.objects import ServingRuntime
-
-from .verdicts import Check, RuntimeVerdict
 
 KEPT_VERDICTS = 60_000  # across request keys; verdicts that say the same are one object
 Judge = Callable[[Sequence[ServingRuntime]], list[RuntimeVerdict]]
 Key = tuple[Any, ...]
-
-
-class Shared:
-    """What a transport made of a shared verdict (its encoded forms), made once."""
-
-    __slots__ = ("ranked", "wire", "wire_full")
-
-    def __init__(self) -> None:
-        self.wire: bytes | None = None  # the verdict in a list's basic view
-        self.wire_full: bytes | None = None  # and in its full one
-        self.ranked: dict[str, bytes] | None = None  # by the shape of runtime
 
 
 class Encodings:

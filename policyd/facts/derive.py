@@ -11,12 +11,13 @@ from typing import Any, TypeVar
 from policyd.facts import diffusers_backend
 from policyd.facts.fields import MODEL, fields_of
 from policyd.facts.isvc_checks import isvc_check_facts
-from policyd.policy.model import Scoring
+from policyd.facts.scoring import Scoring
+from policyd.resources.deployment_modes import COMPONENTS
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ModelRef, ServingRuntime, VersionedName
+from policyd.resources.versions import version_satisfies
 from policyd.semantics.format_label import format_label
-from policyd.semantics.modes import COMPONENTS, annotated_mode, effective_mode, requested_mode
+from policyd.semantics.modes import annotated_mode, effective_mode, requested_mode
 from policyd.semantics.pipelines import first_mismatch
-from policyd.semantics.versions import version_satisfies
 
 Record = dict[str, Any]
 T = TypeVar("T")

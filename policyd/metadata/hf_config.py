@@ -19,7 +19,7 @@ from typing import Any
 
 from policyd.errors import InvalidInput
 from policyd.metadata.parameters import parameter_count
-from policyd.semantics.sizes import format_size
+from policyd.resources.sizes import format_size
 
 LANGUAGE_SUBCONFIGS = ("text_config", "llm_config", "language_config")
 

@@ -17,6 +17,7 @@ import yaml
 
 from policyd.errors import InvalidInput
 from policyd.facts.fields import BOOL, ENTRY, FIELDS, RUNTIME, fields_of
+from policyd.facts.scoring import Scoring
 from policyd.policy import templates
 from policyd.policy.conditions import ConditionError, compile_condition, negate
 from policyd.policy.effects import (
@@ -39,7 +40,6 @@ from policyd.policy.model import (
     RankKey,
     Rule,
     RuleTest,
-    Scoring,
 )
 from policyd.resources import safe_yaml
 from policyd.textfiles import read_text

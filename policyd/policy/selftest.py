@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policyd.decision.verdicts import Check, rule_reason, runtime_checks
 from policyd.facts.fields import ENTRY, RUNTIME, neutral_record
 from policyd.policy.effects import DECIDING
 from policyd.policy.engine import Fired, RuleEngine
 from policyd.policy.model import Group, Policy, Rule, RuleTest
+from policyd.policy.outcomes import Check, rule_reason, runtime_checks
 
 
 @dataclass(frozen=True)

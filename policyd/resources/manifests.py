@@ -13,6 +13,7 @@ from policyd.contract import resources_pb2 as rpb
 from policyd.errors import InvalidInput
 from policyd.resources import fields as f
 from policyd.resources import safe_yaml
+from policyd.resources.deployment_modes import COMPONENTS, check_mode
 from policyd.resources.objects import (
     ACCELERATOR_CLASS_KIND,
     ISVC_KIND,
@@ -34,9 +35,8 @@ from policyd.resources.objects import (
     VersionedName,
     pack,
 )
-from policyd.semantics.modes import COMPONENTS, check_mode
-from policyd.semantics.sizes import parse_size
-from policyd.semantics.versions import check_operator, parse_version
+from policyd.resources.sizes import parse_size
+from policyd.resources.versions import check_operator, parse_version
 
 OME_GROUP = "ome.io/"
 API_VERSION = "ome.io/v1beta1"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policyd.pickling import ByConstructor
-from policyd.semantics.versions import Version
+from policyd.resources.versions import Version
 
 MODEL_KINDS = ("ClusterBaseModel", "BaseModel")
 RUNTIME_KINDS = ("ClusterServingRuntime", "ServingRuntime")

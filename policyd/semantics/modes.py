@@ -1,29 +1,17 @@
-"""Deployment modes and where each component's mode comes from."""
+"""Where each component's deployment mode comes from."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from policyd.errors import InvalidInput
-
-MODE_ANNOTATION = "ome.io/deploymentMode"
-MODES = ("RawDeployment", "OMENative", "MultiNode", "VirtualDeployment")
-DEFAULT_MODE = "RawDeployment"
-COMPONENTS = ("engine", "decoder", "router")
+from policyd.resources.deployment_modes import DEFAULT_MODE, MODE_ANNOTATION, MODES
 
 
 def annotated_mode(annotations: Mapping[str, str] | None) -> str:
     """The mode an annotation map declares; a misspelled value counts as no mode."""
     value = (annotations or {}).get(MODE_ANNOTATION, "")
     return value if value in MODES else ""
-
-
-def check_mode(value: str, field: str) -> str:
-    """A mode given in a typed field (``spec.deploymentMode``); unknown values are refused."""
-    if value and value not in MODES:
-        raise InvalidInput(field, f"unknown deployment mode {value!r} (one of {', '.join(MODES)})")
-    return value
 
 
 @dataclass(frozen=True)

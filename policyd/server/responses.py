@@ -16,7 +16,8 @@ from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 from policyd.decision.diffusers_effective import DiffusersEffective
 from policyd.decision.shared import Encodings
-from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict
+from policyd.decision.verdicts import RuntimeVerdict
+from policyd.policy.outcomes import Reason, Refusal
 from policyd.resources.objects import Entry, Pipeline, PipelineComponent, ServingRuntime, VersionedName
 from policyd.resources.proto import manifest_to_message
 from policyd.server import limits

@@ -16,8 +16,9 @@ from typing import Any
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of, make_key
 from policyd.decision import orchestrator
 from policyd.decision.ranking import deciding_key
-from policyd.decision.verdicts import Reason, Refusal, RuntimeVerdict
+from policyd.decision.verdicts import RuntimeVerdict
 from policyd.errors import InvalidInput
+from policyd.policy.outcomes import Reason, Refusal
 from policyd.policy.revision import Revision
 from policyd.resources.objects import InferenceService, ServingRuntime
 

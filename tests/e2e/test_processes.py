@@ -16,7 +16,7 @@ from pathlib import Path
 import grpc
 from testkit.llama import model_manifest
 
-from clients.conformance.processes import serving
+from clients.policyctl.conformance.processes import serving
 from clients.tls import target_of
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc

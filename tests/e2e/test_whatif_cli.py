@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clients.conformance.processes import serving
+from clients.policyctl.conformance.processes import serving
 
 from .support import (
     MODEL_NAME,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clients.conformance.paths import check
+from clients.policyctl.conformance.paths import check
 from clients.renderer import RenderInput, render
 
 from .builders import UID, render_input

@@ -8,16 +8,8 @@ from __future__ import annotations
 import pytest
 
 from policyd.errors import InvalidInput
-from policyd.semantics.modes import (
-    DEFAULT_MODE,
-    MODE_ANNOTATION,
-    MODES,
-    EffectiveMode,
-    annotated_mode,
-    check_mode,
-    effective_mode,
-    requested_mode,
-)
+from policyd.resources.deployment_modes import DEFAULT_MODE, MODE_ANNOTATION, MODES, check_mode
+from policyd.semantics.modes import EffectiveMode, annotated_mode, effective_mode, requested_mode
 
 VALID = ["RawDeployment", "OMENative", "MultiNode", "VirtualDeployment"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from policyd.errors import InvalidInput
-from policyd.semantics.sizes import format_size, parse_size, range_distance
+from policyd.resources.sizes import format_size, parse_size, range_distance
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from policyd.errors import InvalidInput
-from policyd.semantics.versions import (
+from policyd.resources.versions import (
     DEFAULT_OPERATOR,
     OPERATORS,
     check_operator,

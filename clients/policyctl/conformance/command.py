@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from clients import tls
-from clients.conformance.cases import case_files, load_case
-from clients.conformance.processes import StartError, serving
-from clients.conformance.runner import Stubs, run_case
+from clients.policyctl.conformance.cases import case_files, load_case
+from clients.policyctl.conformance.processes import StartError, serving
+from clients.policyctl.conformance.runner import Stubs, run_case
 from clients.policyctl.connection import PLAINTEXT, policy_stub, renderer_stub
 from clients.policyctl.output import Result
 

@@ -13,9 +13,9 @@ from typing import Any
 import grpc
 from google.protobuf import json_format
 
-from clients.conformance.cases import Case
-from clients.conformance.paths import check
 from clients.decision import decide, placed_on, render_request
+from clients.policyctl.conformance.cases import Case
+from clients.policyctl.conformance.paths import check
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
