@@ -21,7 +21,7 @@ served for a while) on a loopback socket:
   each on its own connection, ÷ empty RPCs on the same connections; from one process with the
   decision cache off and on, and with it off from each count of ``--processes`` (default: as
   many as the cores, which policyd pins one to a core, and twice as many, which it leaves to
-  the kernel) — the daemon's answer to a multi-core machine (policyd/server/processes.py):
+  the kernel) — the daemon's answer to a multi-core machine (policyd/server/workers.py):
   first with each connection on the shared port (the process the kernel hashes it to), then
   "balanced", each connection's calls spread over the processes' own ports (GetStatus
   endpoints, gRPC round_robin), as ``policyctl --address a,b`` does;
@@ -62,7 +62,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from testkit import synthetic  # noqa: E402
 from testkit.shared import CATALOG  # noqa: E402
 
-from clients.tls import target_of  # noqa: E402
+from clients.channels import target_of  # noqa: E402
 from policyd.contract import policy_pb2 as pb  # noqa: E402
 from policyd.contract import policy_pb2_grpc  # noqa: E402
 from policyd.contract import resources_pb2 as rpb  # noqa: E402

@@ -51,7 +51,7 @@ from testkit.shared import RULES  # noqa: E402
 from webhook.cluster_support import Kubectl, closed_port, registered, registrations  # noqa: E402
 from webhook.support import PATHS, admission_review, running_webhook, serving_certs  # noqa: E402
 
-from clients.policyctl.conformance.processes import serving  # noqa: E402
+from clients.policyctl.conformance.daemons import serving  # noqa: E402
 from policyd.contract import policy_pb2 as pb  # noqa: E402
 from policyd.contract import policy_pb2_grpc  # noqa: E402
 

@@ -35,7 +35,7 @@ from typing import Any
 import grpc
 import yaml
 
-from clients.policyctl.conformance.processes import serving
+from clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb

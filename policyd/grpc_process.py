@@ -18,7 +18,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from policyd.tls import is_loopback
+from policyd.server_tls import is_loopback
 
 DEFAULT_GRACE = 20.0  # seconds for calls in progress at SIGTERM (Kubernetes waits 30 before SIGKILL)
 IDLE_CONNECTION_SECONDS = 300  # a connection without calls for this long is closed (clients reconnect)

@@ -16,20 +16,14 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from clients.controller.outcome import Event
 from clients.renderer.metadata import LABEL_ISVC
+from policyd.resources import kinds as ome
 
-GROUP, VERSION = "ome.io", "v1beta1"
-PLURALS = {
-    "ClusterServingRuntime": "clusterservingruntimes",
-    "ServingRuntime": "servingruntimes",
-    "ClusterBaseModel": "clusterbasemodels",
-    "BaseModel": "basemodels",
-    "InferenceService": "inferenceservices",
-    "AcceleratorClass": "acceleratorclasses",
-}
+GROUP, VERSION = ome.GROUP, ome.VERSION
+PLURALS = ome.PLURALS
 # AcceleratorClass is cluster-scoped: its objects carry no namespace, so catalog_key needs no case for it
-CATALOG_KINDS = ("ClusterServingRuntime", "ServingRuntime", "ClusterBaseModel", "BaseModel", "AcceleratorClass")
+CATALOG_KINDS = tuple(kind.name for kind in ome.OME_KINDS if kind is not ome.INFERENCE_SERVICE)
 # what an audit lists into policyd's catalog: the catalog kinds and the InferenceServices
-SYNCED_KINDS = (*CATALOG_KINDS, "InferenceService")
+SYNCED_KINDS = (*CATALOG_KINDS, ome.INFERENCE_SERVICE.name)
 FIELD_MANAGER = "policyd-controller"
 # Every kind the renderer produces: objects of these kinds that an InferenceService owns and no
 # longer renders (a component it stopped declaring) are deleted.

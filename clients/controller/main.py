@@ -13,7 +13,7 @@ import sys
 
 from kubernetes import client
 
-from clients import tls
+from clients import channels
 from clients.controller import leader
 from clients.controller.catalog_sync import CatalogSync
 from clients.controller.controller import Controller
@@ -55,7 +55,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-format", choices=("json", "text"), default="json")
-    tls.add_flags(p)  # --tls-ca/--tls-cert/--tls-key/--request-timeout: both connections, when host:port
+    channels.add_flags(p)  # --tls-ca/--tls-cert/--tls-key/--request-timeout: both connections, when host:port
     args = p.parse_args(argv)
     if args.lease_duration < 3:
         p.error("--lease-duration: must be at least 3 seconds")
@@ -81,10 +81,10 @@ async def run(args: argparse.Namespace) -> int:
         log.info("stopped while standing by")
         return 0
     log.info("leading: this replica acts", extra={"identity": me})
-    connection = tls.of(args)
-    channels = (connection.channel(args.policyd), connection.channel(args.renderer))
-    policy = policy_pb2_grpc.PolicyServiceStub(channels[0])
-    renderer = render_pb2_grpc.RendererServiceStub(channels[1])
+    connection = channels.of(args)
+    opened = (connection.channel(args.policyd), connection.channel(args.renderer))
+    policy = policy_pb2_grpc.PolicyServiceStub(opened[0])
+    renderer = render_pb2_grpc.RendererServiceStub(opened[1])
     api = client.ApiClient()
     kube = Kube(api, me)
     controller = Controller(
@@ -105,7 +105,7 @@ async def run(args: argparse.Namespace) -> int:
     finally:
         # closed before the interpreter finalises: gRPC's and the client's threads left running
         # then can abort the process after it said it stopped
-        for channel in channels:
+        for channel in opened:
             channel.close()
         api.close()  # type: ignore[no-untyped-call]  # the kubernetes client is untyped
     if lost.is_set():
@@ -136,10 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         load_configuration(args.kubeconfig)
         for address in (args.policyd, args.renderer):
-            tls.target_of(address)  # an address that cannot be connected to is refused before starting
-        if tls.of(args).tls:
-            tls.of(args).credentials()  # unreadable TLS files are refused before starting
-    except (ConfigError, tls.TlsFlagError, tls.AddressError) as err:
+            channels.target_of(address)  # an address that cannot be connected to is refused before starting
+        if channels.of(args).tls:
+            channels.of(args).credentials()  # unreadable TLS files are refused before starting
+    except (ConfigError, channels.TlsFlagError, channels.AddressError) as err:
         print(f"policy-controller: {err}", file=sys.stderr)
         return 2
     return exit_now(asyncio.run(run(args)))

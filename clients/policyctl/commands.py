@@ -14,7 +14,7 @@ import grpc
 import yaml
 from google.protobuf import json_format
 
-from clients import tls
+from clients import channels
 from clients.decision import decide, from_catalog, placed_on, render_request
 from clients.policyctl import inputs
 from clients.policyctl.connection import Caller, as_objects, renderer_stub
@@ -29,7 +29,7 @@ class UsageError(Exception):
 
 
 def caller(args: argparse.Namespace) -> Caller:
-    return Caller(args.address, args.validate, tls.of(args))
+    return Caller(args.address, args.validate, channels.of(args))
 
 
 def _subject(args: argparse.Namespace) -> tuple[dict[str, Any], list[inputs.Document]]:
@@ -273,7 +273,7 @@ def render(args: argparse.Namespace) -> Result:
 
     request = render_request(decision, manifests, placed_on(args.accelerator_class))
     try:
-        reply = renderer_stub(args.renderer, tls.of(args)).Render(request)
+        reply = renderer_stub(args.renderer, channels.of(args)).Render(request)
     except grpc.RpcError as err:
         if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAVAILABLE:
             raise inputs.InputError(

@@ -14,7 +14,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from clients.tls import Connection
+from clients.channels import Connection
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GROUP = "ome.io"
+from policyd.resources import kinds as ome
+
+GROUP = ome.GROUP
 
 
 @dataclass(frozen=True)
@@ -21,15 +23,19 @@ class Kind:
         return f"{self.name.lower()}.{GROUP}"
 
 
-INFERENCE_SERVICE = Kind("InferenceService", "inferenceservices", "isvc", True)
+def _kind(kind: ome.OmeKind, short: str) -> Kind:
+    return Kind(kind.name, kind.plural, short, kind.namespaced)
+
+
+INFERENCE_SERVICE = _kind(ome.INFERENCE_SERVICE, "isvc")
 # the catalog also holds the InferenceServices a controller synced, and AcceleratorClasses
 CATALOG_KINDS = (
-    Kind("ClusterServingRuntime", "clusterservingruntimes", "csr", False),
-    Kind("ServingRuntime", "servingruntimes", "sr", True),
-    Kind("ClusterBaseModel", "clusterbasemodels", "cbm", False),
-    Kind("BaseModel", "basemodels", "bm", True),
+    _kind(ome.CLUSTER_SERVING_RUNTIME, "csr"),
+    _kind(ome.SERVING_RUNTIME, "sr"),
+    _kind(ome.CLUSTER_BASE_MODEL, "cbm"),
+    _kind(ome.BASE_MODEL, "bm"),
     INFERENCE_SERVICE,
-    Kind("AcceleratorClass", "acceleratorclasses", "ac", False),
+    _kind(ome.ACCELERATOR_CLASS, "ac"),
 )
 _BY_NAME = {
     spelling: kind

@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import grpc
 
-from clients import tls
+from clients import channels
 from clients.policyctl import catalogcmds, commands, rulecmds, whatifcmds
 from clients.policyctl.conformance import command as conformance
 from clients.policyctl.connection import DEFAULT_ADDRESS, DEFAULT_RENDERER, rpc_error
@@ -63,7 +63,7 @@ def _common() -> _Parser:
     p.add_argument("--strict", dest="validate", action="store_const", const="Strict", help="same as --validate=strict")
     p.add_argument("--kubeconfig", help="kubeconfig for reading InferenceServices from the cluster")
     p.add_argument("--context", help="kubeconfig context")
-    tls.add_flags(p)
+    channels.add_flags(p)
     return p
 
 
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except grpc.RpcError as err:
         return _error(rpc_error(err, args.address), getattr(args, "failed", 1))
-    except (InputError, InvalidInput, OutputError, tls.TlsFlagError, tls.AddressError) as err:
+    except (InputError, InvalidInput, OutputError, channels.TlsFlagError, channels.AddressError) as err:
         return _error([str(err)], getattr(args, "failed", 1))
     except KeyboardInterrupt:
         return 130  # as a shell reports a command ended by Ctrl-C; no traceback

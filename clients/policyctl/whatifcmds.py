@@ -31,7 +31,7 @@ class Local:
     def __init__(self, directory: Path, validation: str) -> None:
         from policyd.policy.loader import BUNDLED_RULES
         from policyd.server.state import ServingState
-        from policyd.server.whatif import WhatIf
+        from policyd.server.whatif_calls import WhatIf
 
         if not directory.is_dir():
             raise inputs.InputError(f'the path "{directory}" does not exist or is not a directory')

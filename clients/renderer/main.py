@@ -23,7 +23,7 @@ from policyd.grpc_process import (
 )
 from policyd.server.gate import Gate
 from policyd.server.limits import Limits
-from policyd.tls import ServerTls, TlsError, files_of
+from policyd.server_tls import ServerTls, TlsError, files_of
 
 
 def main(argv: list[str] | None = None) -> int:

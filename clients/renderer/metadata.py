@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clients.renderer.model import Model
+from policyd.resources import kinds as ome
 
 LABEL_ISVC = "ome.io/inferenceservice"
 LABEL_COMPONENT = "component"
@@ -120,8 +121,8 @@ def owner_reference(isvc: Mapping[str, Any]) -> dict[str, Any]:
     uid is the InferenceService's; one not yet created (a preview) has none to give."""
     metadata = _mapping(isvc.get("metadata"))
     reference: dict[str, Any] = {
-        "apiVersion": isvc.get("apiVersion") or "ome.io/v1beta1",
-        "kind": "InferenceService",
+        "apiVersion": isvc.get("apiVersion") or ome.API_VERSION,
+        "kind": ome.INFERENCE_SERVICE.name,
         "name": metadata.get("name"),
     }
     if metadata.get("uid"):

@@ -26,10 +26,11 @@ from clients.renderer.scaling import with_replica_defaults
 from clients.renderer.shape import check_component
 from clients.renderer.workloads import MODEL_COMPONENTS, MULTI_NODE, Pods, build_objects
 from policyd.errors import InvalidInput
+from policyd.resources import kinds as ome
 from policyd.resources.deployment_modes import COMPONENTS
 from policyd.semantics.modes import EffectiveMode
 
-RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
+RUNTIME_KINDS = (ome.SERVING_RUNTIME.name, ome.CLUSTER_SERVING_RUNTIME.name)
 
 
 @dataclass(frozen=True)

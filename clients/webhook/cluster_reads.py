@@ -17,10 +17,11 @@ from urllib3.exceptions import HTTPError
 from clients.controller.kube import GROUP, PLURALS, VERSION
 from clients.manifests import catalog_item
 from policyd.contract import policy_pb2 as pb
+from policyd.resources import kinds as ome
 
 log = logging.getLogger("policyd.webhook.reads")
-CLUSTER_SCOPED = frozenset({"ClusterServingRuntime", "ClusterBaseModel", "AcceleratorClass"})
-READABLE = frozenset({*CLUSTER_SCOPED, "ServingRuntime", "BaseModel"})
+CLUSTER_SCOPED = ome.CLUSTER_SCOPED
+READABLE = frozenset({*CLUSTER_SCOPED, ome.SERVING_RUNTIME.name, ome.BASE_MODEL.name})
 
 
 def _describe(key: pb.ObjectKey) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from grpc_health.v1 import health_pb2_grpc
 from kubernetes import client
 
-from clients import tls
+from clients import channels
 from clients.controller.kube import ConfigError, load_configuration
 from clients.webhook.admission import Reviewer
 from clients.webhook.certs import CertError, ServingCertificates
@@ -51,7 +51,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--cert-dir",
         type=Path,
         default=Path("/tmp/k8s-webhook-server/serving-certs"),
-        help="directory with tls.crt and tls.key, served as they change (default %(default)s)",
+        help="directory with tls.crt and channels.key, served as they change (default %(default)s)",
     )
     p.add_argument(
         "--kubeconfig",
@@ -62,7 +62,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--log-format", choices=("json", "text"), default="json")
     # --tls-ca/--tls-cert/--tls-key/--request-timeout: the connection to policyd. Whatever the
     # timeout, no call outlasts the review's own deadline (server.review_deadline)
-    tls.add_flags(p, default_timeout=DEFAULT_CALL_TIMEOUT)
+    channels.add_flags(p, default_timeout=DEFAULT_CALL_TIMEOUT)
     return p.parse_args(argv)
 
 
@@ -76,16 +76,16 @@ def listen_address(text: str) -> tuple[str, int]:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     configure_logging(args.log_level, args.log_format)
-    connection = tls.of(args)
+    connection = channels.of(args)
     try:
         address = listen_address(args.listen)
         load_configuration(args.kubeconfig)
-        tls.target_of(args.policyd)  # an address that cannot be connected to is refused before starting
+        channels.target_of(args.policyd)  # an address that cannot be connected to is refused before starting
         if connection.tls:
             connection.credentials()  # unreadable TLS files are refused before starting
         certs = ServingCertificates(args.cert_dir)
         certs.load()
-    except (FlagError, ConfigError, tls.TlsFlagError, tls.AddressError, CertError) as err:
+    except (FlagError, ConfigError, channels.TlsFlagError, channels.AddressError, CertError) as err:
         print(f"policy-webhook: {err}", file=sys.stderr)
         return 2
     # the deadline each call sets itself (the review's): the channel's default would be longer

@@ -1,7 +1,7 @@
 """The HTTPS server: OME's four webhook paths, /healthz and /readyz.
 
 The standard library's ThreadingHTTPServer over ``ssl``, a thread per connection: the calls a
-review makes (the gRPC stub on the shared channel of clients/tls.py, the kubernetes client)
+review makes (the gRPC stub on the shared channel of clients/channels.py, the kubernetes client)
 block, so a thread is what each needs, and the API server keeps a few connections open (HTTP/1.1
 keep-alive) rather than opening one per review, so the threads are few and long-lived. That
 serves a four-path JSON endpoint without a second gRPC stack (grpc.aio) beside the one the other

@@ -12,6 +12,7 @@ from google.protobuf import json_format
 from policyd.contract import resources_pb2 as rpb
 from policyd.errors import InvalidInput
 from policyd.resources import fields as f
+from policyd.resources import kinds as ome
 from policyd.resources import safe_yaml
 from policyd.resources.deployment_modes import COMPONENTS, check_mode
 from policyd.resources.objects import (
@@ -38,8 +39,8 @@ from policyd.resources.objects import (
 from policyd.resources.sizes import parse_size
 from policyd.resources.versions import check_operator, parse_version
 
-OME_GROUP = "ome.io/"
-API_VERSION = "ome.io/v1beta1"
+OME_GROUP = f"{ome.GROUP}/"
+API_VERSION = ome.API_VERSION
 DEFAULT_NAMESPACE = "default"  # where a namespaced manifest without metadata.namespace lives, as with kubectl
 ACCELERATOR_CLASS_ANNOTATION = "ome.io/accelerator-class"
 Resource = BaseModel | ServingRuntime | InferenceService | AcceleratorClass

@@ -9,14 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policyd.pickling import ByConstructor
+from policyd.resources import kinds as ome
 from policyd.resources.versions import Version
 
-MODEL_KINDS = ("ClusterBaseModel", "BaseModel")
-RUNTIME_KINDS = ("ClusterServingRuntime", "ServingRuntime")
-ISVC_KIND = "InferenceService"
-ACCELERATOR_CLASS_KIND = "AcceleratorClass"
+MODEL_KINDS = (ome.CLUSTER_BASE_MODEL.name, ome.BASE_MODEL.name)
+RUNTIME_KINDS = (ome.CLUSTER_SERVING_RUNTIME.name, ome.SERVING_RUNTIME.name)
+ISVC_KIND = ome.INFERENCE_SERVICE.name
+ACCELERATOR_CLASS_KIND = ome.ACCELERATOR_CLASS.name
 # the Cluster* kinds and AcceleratorClass live at cluster scope
-NAMESPACED_KINDS = ("BaseModel", "ServingRuntime", ISVC_KIND)
+NAMESPACED_KINDS = tuple(kind.name for kind in (ome.BASE_MODEL, ome.SERVING_RUNTIME, ome.INFERENCE_SERVICE))
 PIPELINE_COMPONENTS = ("scheduler", "textEncoder", "tokenizer", "transformer", "vae")
 
 
@@ -159,7 +160,7 @@ class ModelRef(ByConstructor):
 @dataclass(frozen=True, slots=True)
 class RuntimeRef(ByConstructor):
     name: str
-    kind: str = "ClusterServingRuntime"
+    kind: str = ome.CLUSTER_SERVING_RUNTIME.name
     auto_sync: bool = True
     revision: str = ""
 

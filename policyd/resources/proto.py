@@ -16,11 +16,12 @@ from google.protobuf.message import Message
 
 from policyd.contract import resources_pb2 as pb
 from policyd.errors import InvalidInput
+from policyd.resources import kinds as ome
 from policyd.resources import safe_yaml
 from policyd.resources.manifests import load_documents
 
 _INLINED = ("pod", "extra")
-API_VERSION = "ome.io/v1beta1"
+API_VERSION = ome.API_VERSION
 
 
 def _integral(value: Any) -> Any:

@@ -38,12 +38,12 @@ from policyd.server.authz import Authorizer, AuthzError
 from policyd.server.gate import Gate
 from policyd.server.heap import give_back_heap, settle_heap
 from policyd.server.limits import Limits
-from policyd.server.processes import AFFINITIES, pin_to_cpu, serving_state, supervise
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.statedir import StateDir, StateDirError
 from policyd.server.watch import Watcher
-from policyd.tls import ServerTls, TlsError, files_of
+from policyd.server.workers import AFFINITIES, pin_to_cpu, serving_state, supervise
+from policyd.server_tls import ServerTls, TlsError, files_of
 
 log = logging.getLogger("policyd")
 DEFAULT_RULES = BUNDLED_RULES

@@ -41,7 +41,7 @@ from policyd.server.requests import (
 from policyd.server.responses import Encoded, encode
 from policyd.server.rpc_errors import invalid_argument, warning_trailers
 from policyd.server.state import CacheKey, Change, ServingState
-from policyd.server.whatif import WhatIf
+from policyd.server.whatif_calls import WhatIf
 
 log = logging.getLogger("policyd.rpc")
 Resp = TypeVar("Resp", bound=Message)

@@ -21,8 +21,8 @@ from policyd.decision.orchestrator import catalog_refusals, prepare, retire
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
-from policyd.server.leases import Leases
 from policyd.server.responses import Encoded
+from policyd.server.revision_refs import Leases
 
 log = logging.getLogger("policyd.state")
 

@@ -21,6 +21,7 @@ from policyd.errors import InvalidInput
 from policyd.facts.derive import Record, entry_alone_facts, intrinsic_facts, model_record
 from policyd.facts.fields import LINT_ACCELERATOR, LINT_ENTRY, LINT_MODEL, LINT_PAIR, LINT_RUNTIME
 from policyd.policy.revision import Revision
+from policyd.resources import kinds as ome
 from policyd.resources.manifests import DEFAULT_NAMESPACE, parse_inference_service
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ServingRuntime
 
@@ -63,8 +64,8 @@ def _subjects(catalog: Catalog) -> list[tuple[BaseModel, str]]:
 def _as_isvc(model: BaseModel, namespace: str) -> InferenceService:
     return parse_inference_service(
         {
-            "apiVersion": "ome.io/v1beta1",
-            "kind": "InferenceService",
+            "apiVersion": ome.API_VERSION,
+            "kind": ome.INFERENCE_SERVICE.name,
             "metadata": {"name": model.meta.name, "namespace": namespace},
             "spec": {"model": {"name": model.meta.name, "kind": model.kind}, "engine": {}},
         }

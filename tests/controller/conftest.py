@@ -9,7 +9,7 @@ import pytest
 from testkit.cluster import Cluster
 from testkit.shared import RULES
 
-from clients.policyctl.conformance.processes import serving
+from clients.policyctl.conformance.daemons import serving
 
 from .support import World
 

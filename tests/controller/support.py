@@ -22,17 +22,13 @@ from testkit.cluster import Cluster
 from testkit.shared import CATALOG, REPO
 
 from clients.controller.kube import WORKLOAD_KINDS
+from policyd.resources import kinds as ome
 
 T = TypeVar("T")
 DEPLOY = REPO / "clients" / "controller" / "deploy"
-OME = ("ome.io", "v1beta1")
-PLURALS = {
-    "ClusterServingRuntime": "clusterservingruntimes",
-    "ServingRuntime": "servingruntimes",
-    "ClusterBaseModel": "clusterbasemodels",
-    "BaseModel": "basemodels",
-    "InferenceService": "inferenceservices",
-}
+OME = (ome.GROUP, ome.VERSION)
+# the kinds a test makes and cleans up (not AcceleratorClass)
+PLURALS = {kind.name: kind.plural for kind in ome.OME_KINDS if kind is not ome.ACCELERATOR_CLASS}
 WORKLOADS = WORKLOAD_KINDS  # every kind the controller applies and prunes
 
 

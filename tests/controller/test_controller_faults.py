@@ -14,7 +14,7 @@ import time
 import grpc
 from testkit.shared import RULES
 
-from clients.policyctl.conformance.processes import serving
+from clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 

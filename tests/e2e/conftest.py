@@ -11,7 +11,7 @@ import pytest
 from testkit.diffusion import sd15_model_index
 from testkit.llama import MODEL_70B, model_70b_manifest
 
-from clients.policyctl.conformance.processes import serving
+from clients.policyctl.conformance.daemons import serving
 
 from .support import (
     MODEL_NAME,

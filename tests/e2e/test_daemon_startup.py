@@ -19,7 +19,7 @@ import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from testkit.certs import CA, Pair
 
-from clients.policyctl.conformance.processes import serving, wait_serving
+from clients.policyctl.conformance.daemons import serving, wait_serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb

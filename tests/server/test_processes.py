@@ -11,8 +11,8 @@ from testkit.shared import RULES
 
 from policyd.resources.manifests import parse_runtime
 from policyd.resources.objects import ServingRuntime
-from policyd.server.processes import Journal, JournaledState, _worker_argv, worker_cpus
 from policyd.server.state import ServingState
+from policyd.server.workers import Journal, JournaledState, _worker_argv, worker_cpus
 
 from .test_serving_state import RUNTIME
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from clients.tls import AddressError, target_of
+from clients.channels import AddressError, target_of
 
 
 def test_one_address_is_the_target_as_written() -> None:

@@ -7,7 +7,7 @@ import pytest
 from testkit.shared import RULES
 
 from policyd.policy.revision import build_revision
-from policyd.server.leases import Leases
+from policyd.server.revision_refs import Leases
 
 
 def test_a_closed_engine_has_given_its_rulesets_back_to_durable_rules() -> None:

@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from testkit.cluster import Cluster, accepted_by_a_dry_run
 from testkit.shared import REPO, RULES
 
-from clients.policyctl.conformance.processes import serving
+from clients.policyctl.conformance.daemons import serving
 
 from .support import PATHS, admission_review, running_webhook, serving_certs
 

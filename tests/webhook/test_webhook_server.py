@@ -23,7 +23,7 @@ import yaml
 from controller.manifests import auto_isvc, auto_model, auto_runtime, named_isvc, named_model, named_runtime
 from testkit.shared import RULES
 
-from clients.policyctl.conformance.processes import serving
+from clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb

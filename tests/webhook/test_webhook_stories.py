@@ -33,7 +33,7 @@ from kubernetes.client.exceptions import ApiException
 from testkit.cluster import Cluster
 from testkit.shared import RULES, SPEC, spec_manifest
 
-from clients.policyctl.conformance.processes import serving
+from clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 

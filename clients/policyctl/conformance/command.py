@@ -8,9 +8,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from clients import tls
+from clients import channels
 from clients.policyctl.conformance.cases import case_files, load_case
-from clients.policyctl.conformance.processes import StartError, serving
+from clients.policyctl.conformance.daemons import StartError, serving
 from clients.policyctl.conformance.runner import Stubs, run_case
 from clients.policyctl.connection import PLAINTEXT, policy_stub, renderer_stub
 from clients.policyctl.output import Result
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> Result:
             for path in files:
                 record(str(path), path, ["not run: the daemon or the renderer did not start"])
         else:
-            connection = tls.of(args) if args.address_given else PLAINTEXT  # its own daemon is plaintext
+            connection = channels.of(args) if args.address_given else PLAINTEXT  # its own daemon is plaintext
             stubs = Stubs(policy_stub(address, connection), renderer_stub(renderer, connection))
             for path in files:
                 case = load_case(path)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import grpc
 
-log = logging.getLogger("policyd.tls")
+log = logging.getLogger("policyd.server_tls")
 
 
 class TlsError(ValueError):
