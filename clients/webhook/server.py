@@ -253,13 +253,15 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, "text/plain; charset=utf-8", f"{message}\n".encode())
 
     def _send(self, status: HTTPStatus, content_type: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
+        """The status line, headers and body in one write. Not send_response's: its Server and
+        Date headers (the date formatted by the email package) are nothing the API server reads,
+        and do_POST logs each review itself."""
+        close = "Connection: close\r\n" if self.close_connection else ""
+        head = (
+            f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\n{close}\r\n"
+        )
+        self.wfile.write(head.encode("latin-1") + body)
 
     def log_message(self, format: str, *args: Any) -> None:  # the base class's names
         log.debug("%s: " + format, self.address_string(), *args)

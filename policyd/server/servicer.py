@@ -45,7 +45,10 @@ from policyd.server.whatif_calls import WhatIf
 
 log = logging.getLogger("policyd.rpc")
 Resp = TypeVar("Resp", bound=Message)
-CACHEABLE = frozenset({"Select", "Explain", "Resolve", "Effective", "Admit"})
+# Admit is not cached: a review is of an object just written (a new resourceVersion, managed
+# fields, generation), so its answer is never asked for again and would only evict decisions
+LOGGED = frozenset({"Select", "Explain", "Resolve", "Effective", "Admit"})
+CACHEABLE = LOGGED - {"Admit"}
 ADMIT_FIELD = "object"
 
 
@@ -120,13 +123,14 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 # the mode decides between an answer and a refusal: answers are cached per mode
                 salt = b"" if fields.mode == "Warn" else fields.mode.encode()
                 # the digest keys the cache and the decision log: none when neither is kept
-                keyed = rpc in CACHEABLE and (self.state.cache.enabled or self.decisions.enabled)
+                cacheable = rpc in CACHEABLE and self.state.cache.enabled
+                keyed = cacheable or (rpc in LOGGED and self.decisions.enabled)
                 digest = request_digest(request, revision.policy, salt) if keyed else b""
                 key = (revision.id, catalog.revision, rpc, digest)
-                cached = self.state.cache.get(key) if keyed else None
+                cached = self.state.cache.get(key) if cacheable else None
                 if cached is not None:
                     obs.CACHE_HITS.inc()
-                    self._log_decision(key, str(request_id), cached[0], cached=True)
+                    self._log_decision(key, request_id, cached[0], cached=True)
                     if cached[1]:
                         context.set_trailing_metadata(warning_trailers(cached[1]))
                     return cached[0]
@@ -152,20 +156,21 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 context.set_trailing_metadata(warning_trailers(fields.warnings))
             if keyed:
                 answer = response if isinstance(response, Encoded) else encode(response)
-                self.state.cache.put(key, answer, tuple(fields.warnings))
-                self._log_decision(key, str(request_id), answer, cached=False)
+                if cacheable:
+                    self.state.cache.put(key, answer, tuple(fields.warnings))
+                self._log_decision(key, request_id, answer, cached=False)
             return response
         finally:
             obs.count_call(rpc, code)
             obs.observe_latency(rpc, time.perf_counter() - started)
 
-    def _log_decision(self, key: CacheKey, request_id: str, outcome: Encoded[Any], cached: bool) -> None:
+    def _log_decision(self, key: CacheKey, request_id: _RequestId, outcome: Encoded[Any], cached: bool) -> None:
         if not self.decisions.enabled:
             return
         rules_revision, catalog_revision, rpc, digest = key
         self.decisions.write(
             outcome.message(),
-            request_id=request_id,
+            request_id=str(request_id),
             rpc=rpc,
             request_digest=digest.hex(),
             rules_revision=rules_revision,

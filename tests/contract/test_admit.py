@@ -5,11 +5,15 @@ what the review looked up and did not find."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from policyd.contract import policy_pb2 as pb
+from policyd.server import observability as obs
+from policyd.server.observability import DecisionLog
 
 from .support import (
     MODEL_NAME,
@@ -378,3 +382,17 @@ def test_a_bad_manifest_names_its_field(harness: Harness) -> None:
     doc["spec"]["supportedModelFormats"] = [{"modelFramework": {"name": "transformers"}}]
     result = harness.call("Admit", pb.AdmitRequest(object=manifest_object(doc)))
     assert_invalid(result, "object.spec.supportedModelFormats[0].modelFormat")
+
+
+def test_a_review_is_never_answered_from_the_decision_cache_yet_the_decision_log_records_it(
+    fresh: Harness, tmp_path: Path
+) -> None:
+    """A review is of an object just written: its answer is not kept to evict decisions with."""
+    log = tmp_path / "decisions.jsonl"
+    fresh.servicer.decisions = DecisionLog(log)
+    hits = obs.REGISTRY.get_sample_value("policyd_decision_cache_hits_total") or 0.0
+    first, second = (admit(fresh, isvc_manifest(), model_manifest(), runtime_manifest()) for _ in range(2))
+    assert first == second
+    assert obs.REGISTRY.get_sample_value("policyd_decision_cache_hits_total") == hits
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["rpc"], r["cached"]) for r in records] == [("Admit", False), ("Admit", False)]
