@@ -10,7 +10,7 @@ shows up there.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from policyd.resources.objects import ACCELERATOR_CLASS_KIND, ISVC_KIND, MODEL_KINDS, PIPELINE_COMPONENTS, RUNTIME_KINDS
@@ -167,24 +167,28 @@ SCHEMAS: Mapping[str, Fields] = {
 }
 
 
-def _walk(value: Any, fields: Fields, path: str) -> Iterator[str]:
+def _walk(value: Any, fields: Fields, path: str, out: list[str]) -> None:
+    """Appends to ``out``; a field's path is made only for one reported or walked into (this runs
+    on every manifest a request carries)."""
     if isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _walk(item, fields, f"{path}[{i}]")
+            _walk(item, fields, f"{path}[{i}]", out)
         return
     if type(value) is not dict and not isinstance(value, Mapping):
         return  # a wrong type is the parser's error, with its own message
     for key, item in value.items():
-        child = f"{path}.{key}" if path else str(key)
         below = fields.get(str(key))
         if below is None:
-            yield child
-        elif not isinstance(below, _Open):
-            yield from _walk(item, below, child)
+            out.append(f"{path}.{key}" if path else str(key))
+        elif not isinstance(below, _Open) and isinstance(item, list | Mapping):
+            _walk(item, below, f"{path}.{key}" if path else str(key), out)
 
 
 def unknown_fields(doc: Mapping[str, Any]) -> list[str]:
     """The paths of the fields a manifest sets that its kind does not declare (none for an unknown kind:
     that is an error of its own)."""
     schema = SCHEMAS.get(str(doc.get("kind")))
-    return [] if schema is None else list(_walk(doc, schema, ""))
+    out: list[str] = []
+    if schema is not None:
+        _walk(doc, schema, "", out)
+    return out
