@@ -1,10 +1,13 @@
 """The path language of the conformance cases' assertions: dot-separated keys, ``[key=value]``
-picks the single list element whose ``key`` equals ``value``, ``[N]`` indexes a list."""
+picks the single list element whose ``key`` equals ``value``, ``[N]`` indexes a list. A key that
+holds a dot (a label or annotation key such as ``ome.io/inferenceservice``) writes each of its
+dots as ``\\.``, so only an unescaped dot separates keys."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -14,20 +17,55 @@ class _Missing:
 
 
 MISSING = _Missing()
-_STEP = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")  # a key or a [selector]; the dots between are skipped
+# a step: an optional separating dot, then a key (escaped dots and anything but . [ ]) or a [selector]
+_STEP = re.compile(r"(?P<dot>\.)?(?:(?P<key>(?:\\\.|[^.\[\]])+)|\[(?P<selector>[^\]]*)\])")
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str | None  # a mapping key, its dots unescaped
+    selector: str | None  # what is between [ and ], its dots unescaped
+
+
+def _unescape(text: str) -> str:
+    return text.replace("\\.", ".")
+
+
+def parse(path: str) -> list[Step]:
+    """The steps of ``path``. Raises ValueError for a path that is not in the language (an
+    empty key or selector, a key after ``]`` with no dot, a dot before ``[``): read anyway, it
+    would check some other place than the one its author meant."""
+    steps: list[Step] = []
+    pos = 0
+    while pos < len(path):
+        m = _STEP.match(path, pos)
+        # a key needs a dot before it unless it comes first; a selector never has one
+        well_formed = m is not None and (
+            bool(m["dot"]) == bool(steps) if m["key"] is not None else not m["dot"] and bool(m["selector"])
+        )
+        if m is None or not well_formed:
+            raise ValueError(f"{path}: not a path at {path[pos:]!r}")
+        if m["key"] is not None:
+            steps.append(Step(_unescape(m["key"]), None))
+        else:
+            steps.append(Step(None, _unescape(m["selector"])))
+        pos = m.end()
+    if not steps:
+        raise ValueError("an empty path")
+    return steps
 
 
 def resolve(root: Any, path: str) -> Any:
     """The value at ``path``, or MISSING when any step finds nothing. Raises ValueError for a
-    ``[key=value]`` step that matches more than one element."""
+    path not in the language, or a ``[key=value]`` step that matches more than one element."""
     value = root
-    for key, selector in _STEP.findall(path):
+    for step in parse(path):
         if value is MISSING:
             return MISSING
-        if key:
-            value = value.get(key, MISSING) if isinstance(value, Mapping) else MISSING
-        elif selector:
-            value = _select(value, selector, path)
+        if step.key is not None:
+            value = value.get(step.key, MISSING) if isinstance(value, Mapping) else MISSING
+        elif step.selector is not None:
+            value = _select(value, step.selector, path)
     return value
 
 
