@@ -56,7 +56,11 @@ def apply(args: argparse.Namespace) -> Result:
         names=[_name(c.key) for c in reply.changes],
         text="\n".join(lines),
         default="text",
-        warnings=[*call.warnings, *(_override_warning(c) for c in reply.changes if c.overrides_file)],
+        # an unchanged object changes nothing the directory serves: nothing to warn about
+        warnings=[
+            *call.warnings,
+            *(_override_warning(c) for c in reply.changes if c.overrides_file and c.action != "unchanged"),
+        ],
     )
 
 
@@ -70,9 +74,7 @@ def _keys(args: argparse.Namespace) -> list[pb.ObjectKey]:
             raise inputs.InputError("no objects passed to delete")
         keys = []
         for d in docs:
-            kind = by_kind(d.kind)
-            if kind is None:
-                raise inputs.InputError(f"{d.source}: {d.kind or 'an object without kind'} is not in policyd's catalog")
+            kind = catalog_kind(d.kind)  # inputs.read took catalog kinds only
             namespace = str(d.manifest.get("metadata", {}).get("namespace") or "") if kind.namespaced else ""
             keys.append(pb.ObjectKey(kind=kind.name, namespace=namespace, name=d.name))
         return keys

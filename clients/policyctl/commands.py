@@ -205,8 +205,8 @@ def effective(args: argparse.Namespace) -> Result:
     request = pb.EffectiveRequest(inference_service=isvc, catalog=catalog, lookup=args.lookup)
     reply: pb.EffectiveResponse = call("Effective", request)
     errors = [f"{e.field}: {e.message}" if e.field else e.message for e in reply.errors]
-    if not reply.runtime:
-        errors.insert(0, "no runtime: none is named, and none can be selected (see policyctl select)")
+    if not reply.runtime and not errors:  # the daemon's errors say why there is none; this only when they do not
+        errors = ["no runtime: none is named, and none can be selected (see policyctl select)"]
     rows = [(c.component, c.mode, c.source, c.error.message if c.HasField("error") else "") for c in reply.components]
     return Result(
         as_dict(reply),
@@ -262,7 +262,7 @@ def render(args: argparse.Namespace) -> Result:
     isvc, catalog = _request(args)
     decision = decide(call, json.loads(isvc.manifest), catalog, args.lookup)
     if decision.problem:
-        return Result({}, errors=[decision.problem], code=1, warnings=call.warnings)
+        return Result(None, errors=[decision.problem], code=1, warnings=call.warnings)
     local = {
         (d["kind"], (d.get("metadata") or {}).get("name")): d for d in (json.loads(o.manifest) for o in catalog.objects)
     }

@@ -1,6 +1,7 @@
 """Manifests from -f as kubectl reads them: files, directories (-R: recursively), ``-`` for
 stdin; a namespaced manifest without a namespace goes to -n's (else ``default``), and one whose
-namespace contradicts -n is refused with kubectl's message."""
+namespace contradicts -n is refused with kubectl's message. Every command takes OME's catalog
+kinds only, so a document of another kind (a ConfigMap) is refused here, by its kind and file."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clients.policyctl.kinds import by_kind
+from clients.policyctl.kinds import CATALOG_KINDS, by_kind
 from policyd.errors import InvalidInput
 from policyd.resources.manifests import DEFAULT_NAMESPACE, load_yaml
+from policyd.resources.safe_yaml import YamlRefused
 
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -56,6 +58,13 @@ def _read(path: Path) -> str:
         raise InputError(f'cannot read "{path}": {err.strerror or err}') from None
 
 
+def _catalog_kind(doc: Document) -> None:
+    if by_kind(doc.kind) is None:
+        what = (doc.kind + (f' "{doc.name}"' if doc.name else "")) if doc.kind else "an object without kind"
+        known = ", ".join(k.name for k in CATALOG_KINDS)
+        raise InputError(f"{doc.source}: {what} is not a kind policyd takes (it takes {known})")
+
+
 def namespace_of(manifest: dict[str, Any], namespace: str | None) -> None:
     """Put a namespaced manifest in ``namespace`` (-n, None when not given; else ``default``)."""
     kind = by_kind(str(manifest.get("kind") or ""))
@@ -74,18 +83,29 @@ def namespace_of(manifest: dict[str, Any], namespace: str | None) -> None:
         meta["namespace"] = namespace or DEFAULT_NAMESPACE
 
 
+def _at(file: Path, err: YamlRefused) -> str:
+    """A YAML error as compilers and editors point at a place: FILE:LINE:COLUMN: what is wrong."""
+    if not err.line:
+        return str(err)
+    return f"{file}:{err.line}{f':{err.column}' if err.column else ''}: {err.problem}"
+
+
 def read(paths: list[Path], namespace: str | None, recursive: bool = False) -> list[Document]:
     docs: list[Document] = []
     for path in paths:
         for file in _files(path, recursive):
             try:
                 loaded = load_yaml(_read(file), str(file))
+            except YamlRefused as err:
+                raise InputError(_at(file, err)) from None
             except InvalidInput as err:
                 raise InputError(str(err)) from None
             for i, manifest in enumerate(loaded):
                 source = f"{file}#{i}" if len(loaded) > 1 else str(file)
                 if not isinstance(manifest, dict):
                     raise InputError(f"{source}: a manifest must be an object")
+                doc = Document(manifest, source)
+                _catalog_kind(doc)
                 namespace_of(manifest, namespace)
-                docs.append(Document(manifest, source))
+                docs.append(doc)
     return docs

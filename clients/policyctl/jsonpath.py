@@ -11,12 +11,21 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from jsonpath_ng import Child, Fields
 from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
 from jsonpath_ng.ext.parser import parse
 
 
 class TemplateError(ValueError):
     pass
+
+
+class _NotFound(Exception):
+    """A field none of the values before it has (kubectl: ``foo is not found``)."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__(field)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -79,8 +88,28 @@ def _compiled(expression: str) -> Any:
         raise TemplateError(f"bad JSONPath {expression!r}: {err}") from None
 
 
+def _missing(path: Any, data: Any) -> str | None:
+    """The field that makes ``path`` find nothing in ``data``, as kubectl finds it: one that none
+    of the values before it has. An empty list or a filter that keeps nothing is no error."""
+    if not isinstance(path, Child):
+        return None
+    before = path.left.find(data)
+    if not before:
+        return _missing(path.left, data)
+    right = path.right
+    if isinstance(right, Fields) and "*" not in right.fields and not any(right.find(m) for m in before):
+        return ",".join(right.fields)
+    return None
+
+
 def _values(expression: str, data: Any) -> list[Any]:
-    return [match.value for match in _compiled(expression).find(data)]
+    path = _compiled(expression)
+    found = [match.value for match in path.find(data)]
+    if not found:
+        field = _missing(path, data)
+        if field is not None:
+            raise _NotFound(field)
+    return found
 
 
 def _text(value: Any) -> str:
@@ -112,4 +141,9 @@ def render(template: str, data: Any) -> str:
     """``template`` applied to ``data``; a template without braces is one expression, as kubectl takes it."""
     if "{" not in template:
         template = "{" + template + "}"
-    return _render(_tree(_tokens(template), template), data)
+    try:
+        return _render(_tree(_tokens(template), template), data)
+    except _NotFound as err:  # kubectl's words, less its debugging dump of the whole object
+        raise TemplateError(
+            f'error executing jsonpath "{template}": Error executing template: {err.field} is not found.'
+        ) from None

@@ -194,6 +194,12 @@ def _error(lines: list[str], code: int = 1) -> int:
     return code
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    """Flags that are wrong together, whatever the command: usage errors, as argparse's own are."""
+    if (getattr(args, "tls_cert", None) is None) != (getattr(args, "tls_key", None) is None):
+        raise commands.UsageError("--tls-cert and --tls-key go together")
+
+
 def main(argv: list[str] | None = None) -> int:
     root = parser()
     args = root.parse_args(argv)
@@ -203,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     args.address_given = args.address
     args.address = args.address or DEFAULT_ADDRESS
     try:
+        _check_flags(args)
         result: Result = args.func(args)
         return show(result, args.output)
     except commands.UsageError as err:

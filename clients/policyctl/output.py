@@ -46,7 +46,8 @@ class Column:
 
 @dataclass
 class Result:
-    """``data`` is what json, yaml and jsonpath show (the daemon's answer); the table has
+    """``data`` is what json, yaml and jsonpath show (the daemon's answer; None when the command
+    failed with nothing to show: stdout stays empty, as kubectl's does); the table has
     ``columns`` and ``rows`` under an optional ``title`` line; ``names`` are the objects for -o
     name; ``text`` replaces the table as the default view when set."""
 
@@ -80,6 +81,8 @@ def _table(result: Result, wide: bool) -> str:
 
 def render(result: Result, fmt: str | None) -> str:
     """The stdout text of a result in a format (None: the command's own default view)."""
+    if result.data is None:
+        return ""
     fmt = fmt or result.default
     if fmt.startswith("jsonpath="):
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from clients.policyctl.inputs import InputError
 from clients.policyctl.output import Column, Result
 from policyd.facts.fields import FIELDS
 from policyd.policy.engine import RuleEngine
@@ -17,17 +18,26 @@ def _extra(directory: Path) -> Path | None:
     return None if not directory.is_dir() or declares_settings(directory) else directory
 
 
+def _directory(path: Path) -> Path:
+    """The rules directory the command was given, or the one line that says what it is instead."""
+    if not path.exists():
+        raise InputError(f'the path "{path}" does not exist')
+    if not path.is_dir():
+        raise InputError(f'the path "{path}" is not a directory (give the directory of rule files)')
+    return path
+
+
 def check(args: argparse.Namespace) -> Result:
     """Static checks: YAML, schema, fact fields, templates, ids, orders, kinds, groups, messages; durable-rules
     compiles it. A directory of extra rules is checked as it would serve: beside the bundled rules."""
+    directory = _directory(args.directory)  # before the try: durable-rules' bare errors are caught there
     try:
-        policy = load_policy(args.directory, BUNDLED_RULES)
+        policy = load_policy(directory, BUNDLED_RULES)
         RuleEngine(policy.rules)
     except RuleFileError as err:
-        return Result({"ok": False, "error": str(err)}, errors=[str(err)], code=1)
+        return Result(None, errors=[str(err)], code=1)
     except Exception as err:  # durable-rules reports bad rulesets with bare errors
-        message = f"{args.directory}: durable-rules refused the compiled rules: {err}"
-        return Result({"ok": False, "error": message}, errors=[message], code=1)
+        return Result(None, errors=[f"{args.directory}: durable-rules refused the compiled rules: {err}"], code=1)
     data = {"ok": True, "rules": len(policy.rules), "files": len(policy.sources), "revision": policy.revision}
     beside = " (with the bundled rules)" if _extra(args.directory) else ""
     return Result(
@@ -39,11 +49,12 @@ def check(args: argparse.Namespace) -> Result:
 
 
 def test(args: argparse.Namespace) -> Result:
+    directory = _directory(args.directory)
     try:
-        policy = load_policy(args.directory, BUNDLED_RULES)
+        policy = load_policy(directory, BUNDLED_RULES)
         engine = RuleEngine(policy.rules)
     except RuleFileError as err:
-        return Result({"passed": 0, "failed": 0, "error": str(err)}, errors=[str(err)], code=1)
+        return Result(None, errors=[str(err)], code=1)
     within = _extra(args.directory)
     count, failures = run_tests(policy, engine, within)
     mine = [r for r in policy.rules if within is None or Path(r.source).parent == within]

@@ -72,11 +72,39 @@ class _Refused(Exception):
 
 
 class YamlRefused(InvalidInput):
-    """Text that is not YAML, or holds what JSON cannot carry; ``line`` is 1-based, 0 when unknown."""
+    """Text that is not YAML, or holds what JSON cannot carry; ``line`` and ``column`` are 1-based,
+    0 when unknown; ``problem`` is the message without the position, for a caller that puts the
+    position beside the file's name (``FILE:5:2: …``)."""
 
-    def __init__(self, field: str, message: str, line: int) -> None:
+    def __init__(self, field: str, message: str, line: int, column: int = 0, problem: str = "") -> None:
         super().__init__(field, message)
         self.line = line
+        self.column = column
+        self.problem = problem or message
+
+
+def _at(line: int, column: int) -> str:
+    return f"line {line}, column {column}"
+
+
+def _not_yaml(err: yaml.YAMLError, text: str, source: str) -> YamlRefused:
+    """PyYAML's error on one line, positions as lines and columns of the text: its own words span
+    several lines and name the text ``"<unicode string>"``, not the file."""
+    mark = getattr(err, "problem_mark", None)
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+    problem = getattr(err, "problem", None) or str(err).split("\n", 1)[0]
+    if isinstance(err, yaml.reader.ReaderError):  # a character the reader refuses: a position in the text
+        line = text.count("\n", 0, err.position) + 1
+        column = err.position - text.rfind("\n", 0, err.position)
+    context, context_mark = getattr(err, "context", None), getattr(err, "context_mark", None)
+    within = ""
+    if context and context_mark is not None:
+        within = f" ({context} at {_at(context_mark.line + 1, context_mark.column + 1)})"
+    elif context:
+        within = f" ({context})"
+    where = f" at {_at(line, column)}" if line else ""
+    message = f"not valid YAML: {problem}{where}{within}"
+    return YamlRefused(source, message, line, column, f"not valid YAML: {problem}{within}")
 
 
 def load_all(text: str, source: str = "input", max_bytes: int = 0, values: str | None = None) -> list[Any]:
@@ -94,10 +122,9 @@ def load_all(text: str, source: str = "input", max_bytes: int = 0, values: str |
     try:
         docs = read[0] if read is not None else [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except _Refused as err:
-        raise YamlRefused(source, f"line {err.line}: {err.message}", err.line) from None
+        raise YamlRefused(source, f"line {err.line}: {err.message}", err.line, problem=err.message) from None
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise YamlRefused(source, f"not valid YAML: {err}", mark.line + 1 if mark else 0) from None
+        raise _not_yaml(err, text, source) from None
     except (ValueError, OverflowError) as err:  # a scalar the constructor cannot convert (1:2:3e99, ...)
         raise YamlRefused(source, f"not valid YAML: {err}", 0) from None
     for i, doc in enumerate(docs):

@@ -82,7 +82,9 @@ def test_nothing_selectable_is_exit_1_with_omes_message_on_stderr(daemon: str, t
     no_traceback(effective)
     assert effective.returncode == 1
     assert effective.stdout.startswith("RUNTIME <none>")
-    assert effective.stderr.startswith("error: no runtime")
+    # the cause, once: the daemon's own words, not a guess of policyctl's before them
+    (line,) = effective.stderr.splitlines()
+    assert line.startswith("error: spec.model.name: no runtime found to support model safetensors")
 
 
 def test_a_rejection_is_exit_1_on_stderr(daemon: str, tmp_path: Path) -> None:

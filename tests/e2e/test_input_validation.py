@@ -163,7 +163,7 @@ def test_other_documents_of_a_file_are_refused_not_dropped(daemon: str, tmp_path
     result = policyctl("select", "-f", str(bundle), address=daemon)
     no_traceback(result)
     assert result.returncode == 1
-    assert result.stderr.startswith("error: INVALID_ARGUMENT: catalog.objects[0].kind: unknown kind 'Deployment'")
+    assert result.stderr.startswith(f'error: {bundle}#1: Deployment "web" is not a kind policyd takes')
     two = write_yaml(tmp_path / "two.yaml", isvc_manifest(), isvc_manifest())
     result = policyctl("select", "-f", str(two), address=daemon)
     assert result.returncode == 1
