@@ -15,11 +15,10 @@ from typing import Any
 
 import grpc
 
+from clients.tls_faults import TlsFlagError as TlsFlagError
+from clients.tls_faults import check_files, diagnose
+
 DEFAULT_TIMEOUT = 60.0  # seconds a call may take unless --request-timeout says otherwise
-
-
-class TlsFlagError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -37,6 +36,7 @@ class Connection:
         if (self.cert is None) != (self.key is None):
             raise TlsFlagError("--tls-cert and --tls-key go together")
         try:
+            check_files(self.ca, self.cert, self.key)
             return grpc.ssl_channel_credentials(
                 root_certificates=self.ca.read_bytes() if self.ca else None,
                 private_key=self.key.read_bytes() if self.key else None,
@@ -54,13 +54,16 @@ class Connection:
         authority = dict(options).get("grpc.default_authority")
         if authority and self.tls:  # a list: the certificate names the first host
             options.append(("grpc.ssl_target_name_override", _host(authority)))
-        if not self.tls or address.startswith("unix:"):
+        unix = address.startswith("unix:")
+        if not self.tls or unix:
             channel = grpc.insecure_channel(target, options=options)
         else:
             channel = grpc.secure_channel(target, self.credentials(), options=options)
-        if self.timeout is None:
-            return channel
-        return grpc.intercept_channel(channel, _Deadline(self.timeout))
+        interceptors: list[grpc.UnaryUnaryClientInterceptor] = [] if unix else [_TlsDiagnosis(address, self)]
+        if self.timeout is not None:
+            interceptors.append(_Deadline(self.timeout))
+        # the first is the outermost: a TlsFault it raises leaves the call as it is
+        return grpc.intercept_channel(channel, *interceptors) if interceptors else channel
 
 
 class AddressError(ValueError):
@@ -134,6 +137,25 @@ class _Deadline(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
                 details.compression,
             )
         return continuation(details, request)
+
+
+class _TlsDiagnosis(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """A call that failed on TLS raises a TlsFault saying what disagrees (the first address of a
+    list stands for all: they are one server's processes)."""
+
+    def __init__(self, address: str, connection: Connection) -> None:
+        self.address = address.split(",")[0].strip()
+        self.connection = connection
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        outcome = continuation(details, request)
+        # a blocking call's failure; a future's is not done yet, and is left to its caller
+        if isinstance(outcome, grpc.RpcError) and outcome.done():
+            c = self.connection
+            fault = diagnose(outcome, self.address, c.ca, c.cert, c.key, c.tls)
+            if fault is not None:
+                raise fault
+        return outcome
 
 
 def add_flags(p: argparse.ArgumentParser, default_timeout: float = DEFAULT_TIMEOUT) -> None:

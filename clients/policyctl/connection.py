@@ -15,6 +15,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from clients.channels import Connection
+from clients.tls_faults import TlsFault
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
@@ -56,7 +57,7 @@ class Caller:
         try:
             response, call = rpc(request, metadata=((VALIDATION_KEY, self.validation),))
         except grpc.RpcError as err:
-            self._keep(err.trailing_metadata() if isinstance(err, grpc.Call) else None)
+            self._keep(err.trailing_metadata() if isinstance(err, grpc.Call | TlsFault) else None)
             raise
         self._keep(call.trailing_metadata())
         return response
@@ -83,6 +84,8 @@ class Caller:
 
 def rpc_error(err: grpc.RpcError, address: str) -> list[str]:
     """The lines of ``error: …`` for a failed call."""
+    if isinstance(err, TlsFault):
+        return [f"policyd at {err.details()}"]
     code = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
     if code == grpc.StatusCode.UNAVAILABLE:
         return [f"cannot reach policyd at {address} (start it with `policyd`, or pass --address)"]

@@ -305,16 +305,7 @@ def _serve(args: argparse.Namespace) -> int:
     except RuleFileError as err:
         raise StartError(f"rules refused: {err}") from None
     holder.append(state)
-    _record_reload(state.last_attempt)
-    if not state.last_attempt.ok:
-        print(
-            f"policyd: rules refused: {state.last_attempt.error}; serving the last good revision "
-            f"{state.revision.id} kept in {args.state_dir}",
-            file=sys.stderr,
-        )
     if kept is not None:
-        if state.last_attempt.ok:
-            kept.keep_rules(state.revision)
         state.on_changes = kept.save_changes
     _record_catalog(state)
     settle_heap()
@@ -359,6 +350,7 @@ def _serve(args: argparse.Namespace) -> int:
     server.start()
     if probes is not None:
         probes.start()
+    _serving_rules(state, kept, args.state_dir)
 
     watchers = [Watcher(args.rules, False, args.watch_interval, state.reload_rules)]
     if args.catalog is not None:
@@ -379,6 +371,20 @@ def _serve(args: argparse.Namespace) -> int:
     for w in watchers:
         w.stop()
     return exit_now(0)
+
+
+def _serving_rules(state: ServingState, kept: StateDir | None, state_dir: Path | None) -> None:
+    """Say which rules serve, keep them as the last good ones: once the server really serves (a
+    daemon that cannot start serves none)."""
+    _record_reload(state.last_attempt)
+    if not state.last_attempt.ok:
+        print(
+            f"policyd: rules refused: {state.last_attempt.error}; serving the last good revision "
+            f"{state.revision.id} kept in {state_dir}",
+            file=sys.stderr,
+        )
+    elif kept is not None:
+        kept.keep_rules(state.revision)
 
 
 def _state_dir(args: argparse.Namespace) -> StateDir | None:

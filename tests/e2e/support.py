@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +70,15 @@ def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in result.stdout + result.stderr, result.stdout + result.stderr
 
 
+STOP_SECONDS = 60  # a loaded 2-core machine can take long to stop a daemon (its watcher mid-reload)
+
+
 @contextmanager
-def started(command: list[Any], ready: Path, timeout: float = 30, **popen: Any) -> Iterator[subprocess.Popen[str]]:
-    """A server process (stderr piped) from when it has written its ``--ready-file`` until the block ends."""
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, **popen)
+def started(command: list[Any], ready: Path, timeout: float = 60, **popen: Any) -> Iterator[subprocess.Popen[str]]:
+    """A server process (stderr piped) from when it has written its ``--ready-file`` until the block ends.
+    It runs in a process group of its own, killed whole at the end whatever happened (the workers
+    of ``--processes`` included): no test leaves a process behind."""
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True, **popen)
     try:
         deadline = time.monotonic() + timeout
         while not ready.exists():
@@ -81,11 +87,21 @@ def started(command: list[Any], ready: Path, timeout: float = 30, **popen: Any) 
             time.sleep(0.05)
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()  # never left behind; the failure says what it printed
-                _, err = proc.communicate()
-                raise AssertionError(f"{command[0]} did not stop within 30s of SIGTERM:\n{err}") from None
+        stop(proc, command[0])
+
+
+def stop(proc: subprocess.Popen[str], name: str) -> None:
+    """SIGTERM, and SIGKILL to its whole process group if it has not stopped within STOP_SECONDS
+    (then an AssertionError with what it printed)."""
+    stuck = False
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            stuck = True
+    with suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # whatever of its group is left (none, when it stopped cleanly)
+    if stuck:
+        _, err = proc.communicate()
+        raise AssertionError(f"{name} did not stop within {STOP_SECONDS}s of SIGTERM:\n{err}")

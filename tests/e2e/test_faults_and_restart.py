@@ -48,9 +48,7 @@ def _daemon(
     command = [*DAEMON, "--rules", str(rules), "--catalog", str(catalog), "--log-level", "warning"]
     command += ["--listen", "127.0.0.1:0", "--watch-interval", "0.05", *flags, "--ready-file", str(ready)]
     with started(command, ready) as proc:
-        while not ready.read_text():
-            time.sleep(0.05)
-        yield ready.read_text(), proc
+        yield ready.read_text(), proc  # written aside and renamed: whole once it exists
 
 
 def _stub(address: str) -> policy_pb2_grpc.PolicyServiceStub:
@@ -67,7 +65,7 @@ def _status(address: str) -> pb.GetStatusResponse:
     return reply
 
 
-def _until(condition: object, what: str, timeout: float = 20) -> None:
+def _until(condition: object, what: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not condition():  # type: ignore[operator]
         assert time.monotonic() < deadline, what
@@ -195,7 +193,7 @@ def test_sigkill_and_restart_come_back_with_the_same_rules_and_catalog_revisions
         assert reply.changes[0].action == "created"
         before = _status(address).revisions
         proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        proc.wait(60)
     with _daemon(tmp_path, catalog, *flags, rules=rules) as (address, _):
         assert _status(address).revisions == before
 

@@ -36,3 +36,4 @@ def test_sigterm_stops_the_process_with_exit_code_zero(module: str, args: list[s
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()

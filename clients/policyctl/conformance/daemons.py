@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+STOP_SECONDS = 60.0  # a daemon on a loaded machine may take long to stop (its watcher mid-reload)
 
 
 class StartError(RuntimeError):
@@ -41,7 +45,10 @@ def serving(module: str, args: list[str], listen: str, timeout: float = 30.0) ->
         ready = Path(tmp) / "ready"
         listen = listen.replace("{tmp}", tmp)
         cmd = [sys.executable, "-m", module, *args, "--listen", listen, "--ready-file", str(ready)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # a process group of its own, so that what it started (the workers of --processes) ends with it
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         try:
             deadline = time.monotonic() + timeout
             # the file may exist for a moment before the address is written into it
@@ -58,7 +65,8 @@ def serving(module: str, args: list[str], listen: str, timeout: float = 30.0) ->
             yield address
         finally:
             proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=STOP_SECONDS)
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # still running, or what it left (none once it stopped)
+            proc.wait()

@@ -1,0 +1,121 @@
+"""TLS that does not agree, as policyctl reports it: one line saying what disagrees (never "cannot
+reach policyd … start it", never gRPC's own log lines), exit 1. Real daemons with TLS and mTLS,
+real policyctl processes, certificates made in the test."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from testkit.certs import CA, Pair
+
+from .support import RULES, policyctl, started
+
+DAEMON = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--log-level", "warning"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    ca = CA(tmp_path_factory.mktemp("pki"))
+    return {
+        "ca": ca,
+        "server": ca.issue("policyd", server=True),
+        "client": ca.issue("dashboard"),
+        "other": ca.issue("other"),
+        "stranger": CA(tmp_path_factory.mktemp("elsewhere"), "another CA").issue("stranger"),
+    }
+
+
+def _serving(tmp: Path, *flags: str) -> Iterator[str]:
+    address, ready = f"127.0.0.1:{_free_port()}", tmp / "ready"
+    with started([*DAEMON, "--listen", address, *flags, "--ready-file", str(ready)], ready):
+        yield address
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory, pki: dict) -> Iterator[str]:
+    server = pki["server"]
+    yield from _serving(tmp_path_factory.mktemp("tls"), "--tls-cert", str(server.cert), "--tls-key", str(server.key))
+
+
+@pytest.fixture(scope="module")
+def mtls(tmp_path_factory: pytest.TempPathFactory, pki: dict) -> Iterator[str]:
+    server, ca = pki["server"], pki["ca"]
+    flags = ("--tls-cert", str(server.cert), "--tls-key", str(server.key), "--tls-client-ca", str(ca.path))
+    yield from _serving(tmp_path_factory.mktemp("mtls"), *flags)
+
+
+def _status(address: str, *flags: str) -> tuple[int, str]:
+    result = policyctl("status", "--request-timeout", "30", *flags, address=address)
+    return result.returncode, result.stderr
+
+
+def _client(ca: CA, pair: Pair) -> tuple[str, ...]:
+    return ("--tls-ca", str(ca.path), "--tls-cert", str(pair.cert), "--tls-key", str(pair.key))
+
+
+def test_a_plaintext_client_of_a_tls_daemon_is_told_it_serves_tls(tls: str, mtls: str) -> None:
+    for address in (tls, mtls):
+        assert _status(address) == (
+            1,
+            f"error: policyd at {address} serves TLS and this connection is plaintext: "
+            "pass --tls-ca with the CA that signed its certificate\n",
+        )
+
+
+def test_a_client_without_a_certificate_is_told_mtls_requires_one(mtls: str, pki: dict) -> None:
+    assert _status(mtls, "--tls-ca", str(pki["ca"].path)) == (
+        1,
+        f"error: policyd at {mtls} requires a client certificate: pass --tls-cert and --tls-key\n",
+    )
+
+
+def test_a_key_that_is_not_the_certificates_is_refused_before_connecting(mtls: str, pki: dict) -> None:
+    mixed = Pair(pki["client"].cert, pki["other"].key)
+    assert _status(mtls, *_client(pki["ca"], mixed)) == (
+        1,
+        f"error: --tls-key {mixed.key} is not the key of the certificate --tls-cert {mixed.cert}\n",
+    )
+
+
+def test_a_client_certificate_of_another_ca_is_named_as_refused(mtls: str, pki: dict) -> None:
+    stranger = pki["stranger"]
+    assert _status(mtls, *_client(pki["ca"], stranger)) == (
+        1,
+        f"error: policyd at {mtls} refused the client certificate {stranger.cert} "
+        "(signed by a CA it does not trust, or expired)\n",
+    )
+
+
+def test_a_tls_client_of_a_plaintext_daemon_is_told_it_does_not_serve_tls(daemon: str, pki: dict) -> None:
+    assert _status(daemon, "--tls-ca", str(pki["ca"].path)) == (
+        1,
+        f"error: policyd at {daemon} does not serve TLS: connect without --tls-ca, --tls-cert and --tls-key\n",
+    )
+
+
+def test_a_server_certificate_of_another_ca_is_named_as_untrusted(tls: str, tmp_path: Path) -> None:
+    other = CA(tmp_path / "other", "other CA")
+    assert _status(tls, "--tls-ca", str(other.path)) == (
+        1,
+        f"error: policyd at {tls} serves a certificate this client does not trust "
+        "(unable to get local issuer certificate): pass --tls-ca with the CA that signed it\n",
+    )
+
+
+def test_a_ca_file_that_is_no_certificate_is_refused(tls: str, pki: dict) -> None:
+    key = pki["server"].key
+    assert _status(tls, "--tls-ca", str(key)) == (1, f"error: --tls-ca {key} is not a PEM certificate\n")
+
+
+def test_a_matching_client_certificate_still_connects(mtls: str, pki: dict) -> None:
+    assert _status(mtls, *_client(pki["ca"], pki["client"])) == (0, "")
