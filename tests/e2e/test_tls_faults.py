@@ -9,8 +9,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from testkit.certs import CA, Pair
+
+from clients.channels import Connection
+from policyd.contract import policy_pb2 as pb
+from policyd.contract import policy_pb2_grpc
 
 from .support import RULES, policyctl, started
 
@@ -119,3 +124,14 @@ def test_a_ca_file_that_is_no_certificate_is_refused(tls: str, pki: dict) -> Non
 
 def test_a_matching_client_certificate_still_connects(mtls: str, pki: dict) -> None:
     assert _status(mtls, *_client(pki["ca"], pki["client"])) == (0, "")
+
+
+def test_every_channel_client_gets_the_fault_as_an_unavailable_call_that_says_what_disagrees(
+    mtls: str, pki: dict
+) -> None:
+    """The controller and the webhook retry on UNAVAILABLE and log the details: the code stays, the details say why."""
+    channel = Connection(pki["ca"].path, timeout=30).channel(mtls)
+    with pytest.raises(grpc.RpcError) as failed:
+        policy_pb2_grpc.PolicyServiceStub(channel).GetStatus(pb.GetStatusRequest())
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert failed.value.details() == f"{mtls} requires a client certificate: pass --tls-cert and --tls-key"
