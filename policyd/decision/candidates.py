@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, Changes, Key
-from policyd.facts.derive import Record, entry_own_facts, intrinsic_facts
-from policyd.facts.fields import ENTRY, FIELDS, LIST, MODEL, REQUEST, RUNTIME, reader
+from policyd.facts.derive import entry_own_facts, intrinsic_facts
+from policyd.facts.fields import ENTRY, FIELDS, LIST, MODEL, REQUEST, RUNTIME, Record, reader
 from policyd.facts.scoring import Scoring
 from policyd.policy.conditions import Constraint, pass_constraints
 from policyd.policy.effects import DECIDING

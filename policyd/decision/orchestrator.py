@@ -18,7 +18,6 @@ from policyd.decision.shared import Encodings, SharedVerdicts
 from policyd.decision.verdicts import RuntimeVerdict
 from policyd.errors import InvalidInput
 from policyd.facts.derive import (
-    Record,
     Subject,
     component_records,
     entry_facts,
@@ -27,7 +26,7 @@ from policyd.facts.derive import (
     subject_record,
 )
 from policyd.facts.diffusers_backend import config_for
-from policyd.facts.fields import COMPONENT, ENTRY, MODEL, REQUEST, RUNTIME, neutral_record
+from policyd.facts.fields import COMPONENT, ENTRY, MODEL, REQUEST, RUNTIME, Record, neutral_record
 from policyd.policy import templates
 from policyd.policy.effects import BLOCK, WARN
 from policyd.policy.engine import Fired
@@ -171,7 +170,9 @@ def _judge(
         for rt, entries in zip(runtimes, per_runtime, strict=True)
     ]
     fired = engine.fire(RUNTIME, records)
-    entry_records = [{**rec, **e} for rec, entries in zip(records, per_runtime, strict=True) for e in entries]
+    entry_records: list[Record] = [
+        {**rec, **e} for rec, entries in zip(records, per_runtime, strict=True) for e in entries
+    ]
     entry_fired = engine.fire(ENTRY, entry_records)
     out, at = [], 0
     for runtime, record, hits, entries in zip(runtimes, records, fired, per_runtime, strict=True):
@@ -202,7 +203,8 @@ def _judge_in_scope(
     return list(zip(runtimes, verdicts, strict=True))
 
 
-def _own(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> list[RuntimeVerdict]:
+def _on_own_runtimes(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> list[RuntimeVerdict]:
+    """Each verdict told of its row's runtime: a shared verdict was judged on another of its shape."""
     return [v if v.runtime is r else v.on(r) for r, v in rows]
 
 
@@ -272,7 +274,7 @@ def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record
     scope = catalog.in_scope(subject.namespace) if candidates is None else candidates
     rows = _judge_in_scope(revision, subject, base, scope, fast)
     judged = () if fast else tuple(v for _, v in rows)
-    ranking = rank(_own([(r, v) for r, v in rows if v.selectable]), policy.ranking)
+    ranking = rank(_on_own_runtimes([(r, v) for r, v in rows if v.selectable]), policy.ranking)
     messages = policy.messages
     if ranking:
         values = {"runtime_name": ranking[0].runtime.meta.name, "model_name": subject.model.meta.name}
@@ -308,7 +310,7 @@ def _none_selectable(
 ) -> Selection:
     policy = revision.policy
     messages = policy.messages
-    excluded = tuple(_own([(r, v) for r, v in rows if v.checks and v.checks[0].effect in policy.listed]))
+    excluded = tuple(_on_own_runtimes([(r, v) for r, v in rows if v.checks and v.checks[0].effect in policy.listed]))
     text = templates.render(messages["no_runtime"], base)
     if scope:
         namespaced = sum(1 for r in scope if r.namespaced)

@@ -34,8 +34,8 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from policyd.decision.verdicts import RuntimeVerdict, Shared
-from policyd.facts.derive import Record, Subject, intrinsic_facts
-from policyd.facts.fields import ENTRY, FIELDS, MODEL, REQUEST, RUNTIME, reader
+from policyd.facts.derive import Subject, intrinsic_facts
+from policyd.facts.fields import ENTRY, FIELDS, MODEL, REQUEST, RUNTIME, Record, reader
 from policyd.policy.model import Group, Policy, Rule
 from policyd.policy.outcomes import Check
 from policyd.policy.templates import placeholders
@@ -79,7 +79,7 @@ def _group_prints(group: Group, rules: Sequence[Rule]) -> set[str]:
 
 
 @dataclass(frozen=True)
-class Matter:
+class RelevantFields:
     """The facts runtime and entry rules test, those their verdicts' reasons print, and what
     each rule's or group's reasons print (by its id)."""
 
@@ -88,14 +88,14 @@ class Matter:
     prints: Mapping[str, frozenset[str]]
 
 
-def fields_that_matter(policy: Policy) -> Matter:
+def fields_that_matter(policy: Policy) -> RelevantFields:
     judged = [r for r in policy.rules if r.applies_to in (RUNTIME, ENTRY)]
     prints = {r.id: frozenset(_rule_prints(r) & FIELDS.keys()) for r in judged}
     for group in policy.groups:
         if group.applies_to in (RUNTIME, ENTRY):
             prints[group.id] = frozenset(_group_prints(group, judged) & FIELDS.keys())
     tested = frozenset(f for r in judged for f in r.fields if f in FIELDS)
-    return Matter(tested, frozenset().union(*prints.values()), prints)
+    return RelevantFields(tested, frozenset().union(*prints.values()), prints)
 
 
 _digest = attrgetter("digest")
@@ -118,7 +118,7 @@ def _check_key(check: Check) -> Key:
     )
 
 
-def _kept(verdict: RuntimeVerdict, checks: dict[Key, Check]) -> RuntimeVerdict:
+def _without_records(verdict: RuntimeVerdict, checks: dict[Key, Check]) -> RuntimeVerdict:
     """The verdict without its fact records: its reasons worked out, its checks kept for their
     order, effect and kind (a shared verdict is never asked for a named runtime's refusal),
     each check one object (from ``checks``) for every verdict that fails it."""
@@ -155,13 +155,13 @@ class SharedVerdicts:
     key is a number standing for those (hashing it is what a large scope does most)."""
 
     def __init__(self, policy: Policy, kept: int = KEPT_VERDICTS) -> None:
-        matter = fields_that_matter(policy)
+        relevant = fields_that_matter(policy)
         own = {f for f, spec in FIELDS.items() if spec.scope == RUNTIME and not spec.relational}
-        request_fields = sorted(f for f in matter.tested | matter.printed if FIELDS[f].scope in (REQUEST, MODEL))
+        request_fields = sorted(f for f in relevant.tested | relevant.printed if FIELDS[f].scope in (REQUEST, MODEL))
         self._request_values = reader(request_fields)
-        self._runtime_values = reader(sorted(matter.tested & own))
-        printed_only = (matter.printed - matter.tested) & own
-        self._prints = {i: printed & printed_only for i, printed in matter.prints.items() if printed & printed_only}
+        self._runtime_values = reader(sorted(relevant.tested & own))
+        printed_only = (relevant.printed - relevant.tested) & own
+        self._prints = {i: printed & printed_only for i, printed in relevant.prints.items() if printed & printed_only}
         # by shape: the printed-only facts some verdict of that shape printed
         self._printing: dict[Key, tuple[str, ...]] = {}
         self._kept = kept
@@ -240,7 +240,7 @@ class SharedVerdicts:
             fresh.update(self._judged(keys, runtimes, set(keys).difference(known, fresh), judge))
         if len(fresh) > self._kept // 4:
             return [fresh.get(k) or known[k] for k in keys], None
-        kept = {k: self._distinct_kept(v) for k, v in fresh.items()}
+        kept = {k: self._shared_form(v) for k, v in fresh.items()}
         wires = self._keep(request, kept)
         return [kept.get(k) or known[k] for k in keys], Encodings(keys, wires)
 
@@ -286,13 +286,13 @@ class SharedVerdicts:
         todo = {k: r for k, r in zip(keys, runtimes, strict=True) if k in missing}
         return dict(zip(todo, judge(list(todo.values())), strict=True))
 
-    def _distinct_kept(self, verdict: RuntimeVerdict) -> RuntimeVerdict:
+    def _shared_form(self, verdict: RuntimeVerdict) -> RuntimeVerdict:
         """The kept form of ``verdict``: one object for every verdict that says the same (the
         same shape under requests that differ in what it does not read says the same)."""
         content = _content(verdict)
         found = self._distinct.get(content)
         if found is None:
-            self._distinct[content] = found = _kept(verdict, self._checks)
+            self._distinct[content] = found = _without_records(verdict, self._checks)
         return found
 
     def _keep(self, request: Key, fresh: dict[int, RuntimeVerdict]) -> dict[int, bytes]:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, Changes, Key, make_key
-from policyd.facts.derive import Record, intrinsic_facts
+from policyd.facts.derive import intrinsic_facts
+from policyd.facts.fields import Record
 from policyd.resources.objects import ACCELERATOR_CLASS_KIND, ServingRuntime
 
 _MEMO_LIMIT = 50_000

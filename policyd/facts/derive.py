@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from policyd.facts import diffusers_backend
-from policyd.facts.fields import MODEL, fields_of
+from policyd.facts.fields import MODEL, Record, fields_of
 from policyd.facts.isvc_checks import isvc_check_facts
 from policyd.facts.scoring import Scoring
 from policyd.resources.deployment_modes import COMPONENTS
@@ -19,7 +19,6 @@ from policyd.semantics.format_label import format_label
 from policyd.semantics.modes import annotated_mode, effective_mode, requested_mode
 from policyd.semantics.pipelines import first_mismatch
 
-Record = dict[str, Any]
 T = TypeVar("T")
 # Facts that depend only on manifests' content, by the digests of those manifests: the
 # same runtime (and model) yields the same facts on every request.
@@ -301,7 +300,7 @@ def entry_facts(model: BaseModel, runtime: ServingRuntime, scoring: Scoring) -> 
 
 def component_records(runtime_rec: Record, isvc: InferenceService, runtime: ServingRuntime | None) -> list[Record]:
     """One record per component the InferenceService declares, with the mode it runs in."""
-    out = []
+    out: list[Record] = []
     for name in COMPONENTS:
         if name not in isvc.components:
             continue

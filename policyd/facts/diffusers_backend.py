@@ -13,11 +13,11 @@ from typing import Any
 
 from policyd.facts.diffusers_config import BackendConfig, backend_config, read
 from policyd.facts.engine_args import ServeArgs
+from policyd.facts.fields import Record
 from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
 from policyd.semantics import vllm_omni as omni
 from policyd.semantics.runner_merge import Runner, engine_runner
 
-Record = dict[str, Any]
 _MEMO_LIMIT = 50_000
 _RUNTIME: dict[tuple[str, str], Record] = {}
 _MODEL: dict[str, Record] = {}

@@ -15,6 +15,8 @@ from operator import itemgetter
 from typing import Any
 
 STR, BOOL, INT, LIST = "string", "boolean", "integer", "list"
+# a record: the facts of one scope's subject by field name, as the rules engine matches them
+Record = Mapping[str, Any]
 
 # Scopes, and the scopes whose fields each scope's records also carry.
 REQUEST, MODEL, RUNTIME, ENTRY, COMPONENT = "request", "model", "runtime", "entry", "component"

@@ -4,16 +4,14 @@ joined). Pure: records and fired rules in, reasons and checks out."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from policyd.facts.fields import Record
 from policyd.policy import templates
 from policyd.policy.effects import DECIDING
 from policyd.policy.engine import Fired
 from policyd.policy.model import Group, Policy, Rule
-
-Record = Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
