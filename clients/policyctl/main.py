@@ -13,7 +13,7 @@ from typing import NoReturn
 import grpc
 
 from clients import channels
-from clients.policyctl import catalogcmds, commands, rulecmds, whatifcmds
+from clients.policyctl import catalogcmds, commands, health, rulecmds, whatifcmds
 from clients.policyctl.conformance import command as conformance
 from clients.policyctl.connection import DEFAULT_ADDRESS, DEFAULT_RENDERER, rpc_error
 from clients.policyctl.inputs import InputError
@@ -146,6 +146,10 @@ def parser() -> _Parser:
 
     p = sub.add_parser("status", help="revisions, catalog size and errors, overrides, last reload", parents=[common])
     p.set_defaults(func=catalogcmds.status)
+    text = "the daemon's gRPC health: SERVING (exit 0) or NOT_SERVING (exit 1)"
+    p = sub.add_parser("health", help=text, parents=[common], description=text)
+    p.add_argument("--service", default="", help="a service's health (ome.policy.v1.PolicyService), else the server's")
+    p.set_defaults(func=health.health)
     p = sub.add_parser("apply", help="create or replace catalog objects in the running daemon", parents=[common])
     _files(p, "manifests to apply")
     p.set_defaults(func=catalogcmds.apply)
