@@ -15,8 +15,8 @@ from typing import Any
 
 import grpc
 
+from clients.tls_faults import TlsFault, check_files, diagnose
 from clients.tls_faults import TlsFlagError as TlsFlagError
-from clients.tls_faults import check_files, diagnose
 
 DEFAULT_TIMEOUT = 60.0  # seconds a call may take unless --request-timeout says otherwise
 
@@ -45,11 +45,13 @@ class Connection:
         except OSError as err:
             raise TlsFlagError(f"cannot read {err.filename}: {err.strerror}") from None
 
-    def channel(self, address: str) -> grpc.Channel:
+    def channel(self, address: str, diagnosed: bool = True) -> grpc.Channel:
         """A channel whose calls carry this connection's deadline unless they set their own.
         Several ``host:port`` addresses, comma-separated, are one channel that sends each call
         to the next of them (gRPC's round_robin): the processes of ``policyd --processes`` (its
-        GetStatus lists their endpoints) or replicas behind no balancer."""
+        GetStatus lists their endpoints) or replicas behind no balancer. ``diagnosed``: a call
+        that fails on TLS raises a TlsFault saying why; a caller on the hot path (the webhook,
+        where an interceptor's Python costs a tenth of a review) asks ``fault`` itself instead."""
         target, options = target_of(address)
         authority = dict(options).get("grpc.default_authority")
         if authority and self.tls:  # a list: the certificate names the first host
@@ -59,11 +61,18 @@ class Connection:
             channel = grpc.insecure_channel(target, options=options)
         else:
             channel = grpc.secure_channel(target, self.credentials(), options=options)
-        interceptors: list[grpc.UnaryUnaryClientInterceptor] = [] if unix else [_TlsDiagnosis(address, self)]
+        interceptors: list[grpc.UnaryUnaryClientInterceptor] = (
+            [_TlsDiagnosis(address, self)] if diagnosed and not unix else []
+        )
         if self.timeout is not None:
             interceptors.append(_Deadline(self.timeout))
         # the first is the outermost: a TlsFault it raises leaves the call as it is
         return grpc.intercept_channel(channel, *interceptors) if interceptors else channel
+
+    def fault(self, failed: grpc.RpcError, address: str) -> TlsFault | None:
+        """What disagrees, when a call to ``address`` failed on TLS; None otherwise (the first
+        address of a list stands for all: they are one server's processes)."""
+        return diagnose(failed, address.split(",")[0].strip(), self.ca, self.cert, self.key, self.tls)
 
 
 class AddressError(ValueError):
@@ -140,19 +149,17 @@ class _Deadline(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
 
 
 class _TlsDiagnosis(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
-    """A call that failed on TLS raises a TlsFault saying what disagrees (the first address of a
-    list stands for all: they are one server's processes)."""
+    """A call that failed on TLS raises a TlsFault saying what disagrees."""
 
     def __init__(self, address: str, connection: Connection) -> None:
-        self.address = address.split(",")[0].strip()
+        self.address = address
         self.connection = connection
 
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         outcome = continuation(details, request)
         # a blocking call's failure; a future's is not done yet, and is left to its caller
         if isinstance(outcome, grpc.RpcError) and outcome.done():
-            c = self.connection
-            fault = diagnose(outcome, self.address, c.ca, c.cert, c.key, c.tls)
+            fault = self.connection.fault(outcome, self.address)
             if fault is not None:
                 raise fault
         return outcome

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import grpc
 
+from clients.tls_faults import TlsFault
 from clients.webhook.cluster_reads import ClusterReads
 from clients.webhook.review import ALLOWED, ALWAYS_ALLOWED, Answer, Request
 from policyd.contract import policy_pb2 as pb
@@ -34,12 +36,18 @@ def _one_line(text: str) -> str:
 
 class Reviewer:
     def __init__(
-        self, policy: policy_pb2_grpc.PolicyServiceStub, address: str, reads: ClusterReads, call_timeout: float
+        self,
+        policy: policy_pb2_grpc.PolicyServiceStub,
+        address: str,
+        reads: ClusterReads,
+        call_timeout: float,
+        tls_fault: Callable[[grpc.RpcError], TlsFault | None],
     ) -> None:
         self.policy = policy
         self.address = address
         self.reads = reads
         self.call_timeout = call_timeout  # --request-timeout: at most this per policyd call
+        self.tls_fault = tls_fault  # what disagrees when an unanswered call failed on TLS
 
     def validate(self, request: Request, deadline: float) -> Answer:
         """Admit; once more with what the cluster has of what policyd's catalog lacked."""
@@ -98,6 +106,9 @@ class Reviewer:
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return self._unanswered(f"no answer within {timeout:.3g}s")
         if code in NOT_ANSWERED:
+            fault = self.tls_fault(err)
+            if fault is not None:  # the webhook's TLS flags and policyd's disagree: say how
+                return self._unanswered(f"it {fault.reason}")
             # gRPC's own words (addresses tried, the socket's error) go to the log, not to kubectl
             log.warning("policyd at %s is unavailable: %s", self.address, details)
             return self._unanswered("it is unavailable (not running, or not reachable from the webhook)")

@@ -89,10 +89,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"policy-webhook: {err}", file=sys.stderr)
         return 2
     # the deadline each call sets itself (the review's): the channel's default would be longer
-    channel = dataclasses.replace(connection, timeout=None).channel(args.policyd)
+    # and no TLS diagnosis on every call: the reviewer asks for one when policyd does not answer
+    connection = dataclasses.replace(connection, timeout=None)
+    channel = connection.channel(args.policyd, diagnosed=False)
     api = client.ApiClient()
     reviewer = Reviewer(
-        policy_pb2_grpc.PolicyServiceStub(channel), args.policyd, ClusterReads(api), args.request_timeout or math.inf
+        policy_pb2_grpc.PolicyServiceStub(channel),
+        args.policyd,
+        ClusterReads(api),
+        args.request_timeout or math.inf,
+        lambda failed: connection.fault(failed, args.policyd),
     )
     try:
         server = WebhookServer(address, certs, reviewer, health_pb2_grpc.HealthStub(channel))

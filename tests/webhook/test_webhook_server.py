@@ -12,6 +12,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import grpc
 import pytest
 import yaml
 from controller.manifests import auto_isvc, auto_model, auto_runtime, named_isvc, named_model, named_runtime
+from e2e.support import started
 from testkit.shared import RULES
 
 from clients.policyctl.conformance.daemons import serving
@@ -443,3 +445,23 @@ def test_sigterm_stops_it_cleanly(policyd: str, certs: Certs) -> None:
         assert webhook.logs()[-1]["msg"] == "stopped"
         assert "Traceback" not in webhook.log_file.read_text()
         stop(webhook.process)
+
+
+def test_a_webhook_without_tls_to_a_policyd_serving_tls_is_a_denial_saying_so(certs: Certs, tmp_path: Path) -> None:
+    """The webhook's calls carry no TLS diagnosis (it costs every review); an unanswered one is
+    diagnosed, and the denial says what disagrees rather than "unavailable"."""
+    served = certs.authority.issue("policyd", server=True)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+    ready = tmp_path / "ready"
+    daemon = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--log-level", "warning"]
+    daemon += ["--listen", address, "--tls-cert", str(served.cert), "--tls-key", str(served.key)]
+    with started([*daemon, "--ready-file", str(ready)], ready), running_webhook(address, certs.cert_dir) as webhook:
+        response = webhook.client(certs.ca).post(ISVC, admission_review(named_isvc())).response
+    assert response["allowed"] is False
+    assert (response["status"]["code"], response["status"]["reason"]) == (503, "ServiceUnavailable")
+    assert response["status"]["message"] == (
+        f"policyd at {address} did not answer: it serves TLS and this connection is plaintext: "
+        "pass --tls-ca with the CA that signed its certificate"
+    )
