@@ -332,7 +332,8 @@ def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
     f.one_of(kind, (ISVC_KIND,), "kind", "kind")
     check_api_version(doc, kind)
     meta = _meta(doc, namespaced=True)
-    shape = content_digest(_anonymous(doc))  # one serialization for both digests
+    deciding, rest = _deciding(doc)
+    shape = content_digest(deciding)
     spec = f.obj(doc, "spec", "spec", required=True) or {}
     model = None
     if (ref := f.obj(spec, "model", "spec.model")) is not None:
@@ -372,17 +373,26 @@ def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
         accelerator_classes=tuple(dict.fromkeys(c for c in classes if c)),
         scaling_mode=_scaling_mode(spec, "spec.scalingPolicy"),
         raw=doc,
-        digest=hashlib.sha256(f"{meta.namespace}/{meta.name}/{shape}".encode()).hexdigest()[:16],
+        digest=hashlib.sha256(f"{meta.namespace}/{meta.name}/{shape}/{content_digest(rest)}".encode()).hexdigest()[:16],
         shape=shape,
     )
 
 
-def _anonymous(doc: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The manifest without its metadata's name and namespace."""
+# what an InferenceService's facts are read from besides its spec (and its name and namespace)
+_DECIDING_META = ("labels", "annotations")
+
+
+def _deciding(doc: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The manifest split into what decides it (all but its status and its metadata's name,
+    namespace and system fields) and the rest. A review's object carries a uid, a resourceVersion
+    and managed fields of its own: only what decides keys the verdicts it shares with others."""
     meta = doc.get("metadata")
-    if not isinstance(meta, dict):
-        return doc
-    return {**doc, "metadata": {k: v for k, v in meta.items() if k not in ("name", "namespace")}}
+    meta = meta if isinstance(meta, dict) else {}
+    deciding = {k: v for k, v in doc.items() if k not in ("metadata", "status")}
+    deciding["metadata"] = {k: meta[k] for k in _DECIDING_META if k in meta}
+    skipped = (*_DECIDING_META, "name", "namespace")
+    rest = {"metadata": {k: v for k, v in meta.items() if k not in skipped}, "status": doc.get("status")}
+    return deciding, rest
 
 
 def parse_accelerator_class(doc: Mapping[str, Any]) -> AcceleratorClass:

@@ -179,8 +179,9 @@ class InferenceService(ByConstructor):
     scaling_mode: str  # as ServingRuntime.scaling_mode
     raw: Mapping[str, Any]
     digest: str = ""  # of the whole manifest, for catalog revisions (the catalog holds InferenceServices too)
-    # of the manifest without its name and namespace: InferenceServices that differ only there
-    # are decided alike where no rule reads them (decision/shared.py)
+    # of what decides the manifest (not its name, namespace, status or system metadata such as
+    # uid and managedFields): InferenceServices that differ only there are decided alike where
+    # no rule reads their names (decision/shared.py)
     shape: str = ""
     kind: str = ISVC_KIND
 

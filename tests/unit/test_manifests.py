@@ -283,3 +283,17 @@ def test_parse_object_returns_the_type_for_the_kind() -> None:
     assert isinstance(parse_object(model()), BaseModel)
     assert isinstance(parse_object(runtime()), ServingRuntime)
     assert isinstance(parse_object(isvc()), InferenceService)
+
+
+def test_an_inference_service_s_shape_is_what_decides_it_and_its_digest_the_whole_manifest() -> None:
+    """A review's object carries a uid, a resourceVersion, managed fields and a status of its own;
+    none decides it, so InferenceServices that differ only there share their verdicts."""
+    plain = isvc()
+    written = copy.deepcopy(plain)
+    written["metadata"] |= {"uid": "6c1f", "resourceVersion": "42", "managedFields": [{"manager": "kubectl"}]}
+    written["status"] = {"conditions": [{"type": "Ready", "status": "False"}]}
+    labelled = copy.deepcopy(plain)
+    labelled["metadata"]["labels"] = {"team": "a"}
+    a, b, c = (parse_inference_service(doc) for doc in (plain, written, labelled))
+    assert a.shape == b.shape != c.shape
+    assert len({a.digest, b.digest, c.digest}) == 3
