@@ -18,6 +18,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from testkit.certs import CA, Pair
+from testkit.ports import free_port
 
 from clients.policyctl.conformance.daemons import serving, wait_serving
 from policyd.contract import policy_pb2 as pb
@@ -43,13 +44,6 @@ def refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
     assert "Traceback" not in result.stderr
     for word in words:
         assert word in errors[0], errors[0]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 def _status(address: str) -> pb.GetStatusResponse:
@@ -123,7 +117,7 @@ def test_a_busy_metrics_port_is_refused() -> None:
 
 
 def test_metrics_bind_the_listen_host_not_every_interface() -> None:
-    port = _free_port()
+    port = free_port()
     args = ["--rules", str(RULES), "--log-level", "warning", "--metrics-port", str(port)]
     with serving("policyd.server.main", args, "127.0.0.1:0"):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
@@ -278,11 +272,11 @@ def test_the_shipped_deployment_serves_health_in_plaintext_and_the_api_with_mtls
     assert int(probe.rpartition(":")[2]) in [p["containerPort"] for p in container["ports"]]
     ca = CA(tmp_path / "pki")
     local = _pod_files(tmp_path, pod, container, docs, ca)
-    api_port, health_port = _free_port(), _free_port()  # the Deployment's own ports may be taken on this machine
+    api_port, health_port = free_port(), free_port()  # the Deployment's own ports may be taken on this machine
     replaced = {
         "--listen": f"0.0.0.0:{api_port}",
         "--health-listen": f"0.0.0.0:{health_port}",
-        "--metrics-port": str(_free_port()),
+        "--metrics-port": str(free_port()),
         "--state-dir": str(tmp_path / "state"),
         **{flag: local(_flag(args, flag)) for flag in ("--tls-cert", "--tls-key", "--tls-client-ca", "--authz")},
     }

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from typing import Any
 
 import grpc
 import yaml
+from testkit.ports import free_port
 
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
@@ -120,15 +120,9 @@ def _metric(port: int, name: str) -> float:
     raise AssertionError(f"no metric {name}")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_unreadable_files_symlink_loops_and_a_vanished_directory_keep_the_last_good_catalog(tmp_path: Path) -> None:
     catalog = _copy_catalog(tmp_path)
-    port = _free_port()
+    port = free_port()
     with _daemon(tmp_path, catalog, "--metrics-port", str(port)) as (address, _):
         before = _status(address)
         assert _metric(port, "policyd_catalog_faults") == 0

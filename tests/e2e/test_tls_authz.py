@@ -5,7 +5,6 @@ policyctl --tls-ca/--tls-cert/--tls-key, the renderer's TLS, plaintext only on l
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from testkit.certs import CA, Pair
+from testkit.ports import free_port
 
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
@@ -26,12 +26,6 @@ from .support import RULES, RUNTIME_NAME, isvc_manifest, model_manifest, policyc
 
 DAEMON = [sys.executable, "-m", "policyd.server.main"]
 RENDERER = [sys.executable, "-m", "clients.renderer.main"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +56,7 @@ def _daemon(tmp_path: Path, *flags: str, listen: str | None = None) -> Iterator[
     write_yaml(catalog / "model.yaml", model_manifest())
     ready = tmp_path / "ready"
     ready.unlink(missing_ok=True)
-    address = listen or f"127.0.0.1:{_free_port()}"
+    address = listen or f"127.0.0.1:{free_port()}"
     command = [*DAEMON, "--rules", str(RULES), "--catalog", str(catalog), "--log-level", "warning"]
     with started([*command, "--listen", address, *flags, "--ready-file", str(ready)], ready):
         yield address
@@ -181,7 +175,7 @@ def test_certificates_are_read_again_when_their_files_change(tmp_path: Path, pki
 
 
 def test_plaintext_beyond_loopback_needs_insecure(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     refused = _run([*DAEMON, "--rules", str(RULES), "--listen", f"0.0.0.0:{port}"])
     assert refused.returncode == 2
     assert "plaintext beyond this machine" in refused.stderr and "--insecure" in refused.stderr
@@ -196,7 +190,7 @@ def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
 def test_the_renderer_serves_tls_the_same_way_and_policyctl_renders_through_it(tmp_path: Path, pki: dict) -> None:
     ca, server = pki["ca"], pki["server"]
     ready = tmp_path / "renderer-ready"
-    renderer = f"127.0.0.1:{_free_port()}"
+    renderer = f"127.0.0.1:{free_port()}"
     tls = ("--tls-cert", str(server.cert), "--tls-key", str(server.key))
     refused = _run([*RENDERER, "--listen", "0.0.0.0:0"])  # as policyd: no plaintext beyond loopback
     assert refused.returncode == 2 and "--insecure" in refused.stderr

@@ -4,7 +4,6 @@ real policyctl processes, certificates made in the test."""
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 from testkit.certs import CA, Pair
+from testkit.ports import free_port
 
 from clients.channels import Connection
 from policyd.contract import policy_pb2 as pb
@@ -20,12 +20,6 @@ from policyd.contract import policy_pb2_grpc
 from .support import RULES, policyctl, started
 
 DAEMON = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--log-level", "warning"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +35,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 
 
 def _serving(tmp: Path, *flags: str) -> Iterator[str]:
-    address, ready = f"127.0.0.1:{_free_port()}", tmp / "ready"
+    address, ready = f"127.0.0.1:{free_port()}", tmp / "ready"
     with started([*DAEMON, "--listen", address, *flags, "--ready-file", str(ready)], ready):
         yield address
 

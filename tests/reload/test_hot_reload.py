@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import threading
 import time
 import urllib.request
@@ -16,6 +15,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from testkit.llama import llama_entry
+from testkit.ports import free_port
 from testkit.shared import RULES
 
 from clients.policyctl.conformance.daemons import serving
@@ -87,13 +87,6 @@ BROKEN_RULE = """
 WAIT = 60.0  # seconds for anything to happen: a reload on a loaded 2-core machine can take many
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class Poller(threading.Thread):
     """Calls Select in a loop, recording (time, selected runtime, rules revision) and failures."""
 
@@ -130,7 +123,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     for f in RULES.glob("*.yaml"):
         shutil.copy(f, rules)
     log = tmp_path_factory.mktemp("log") / "decisions.jsonl"
-    metrics = _free_port()
+    metrics = free_port()
     args = ["--rules", str(rules), "--watch-interval", "0.1", "--log-level", "warning"]
     args += ["--decision-log", str(log), "--metrics-port", str(metrics)]
     with serving("policyd.server.main", args, "127.0.0.1:0") as address:

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from controller.manifests import auto_isvc, auto_model, auto_runtime, named_isvc, named_model, named_runtime
 from e2e.support import started
+from testkit.ports import free_port
 from testkit.shared import RULES
 
 from clients.policyctl.conformance.daemons import serving
@@ -451,10 +452,7 @@ def test_a_webhook_without_tls_to_a_policyd_serving_tls_is_a_denial_saying_so(ce
     """The webhook's calls carry no TLS diagnosis (it costs every review); an unanswered one is
     diagnosed, and the denial says what disagrees rather than "unavailable"."""
     served = certs.authority.issue("policyd", server=True)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{sock.getsockname()[1]}"
-    ready = tmp_path / "ready"
+    address, ready = f"127.0.0.1:{free_port()}", tmp_path / "ready"
     daemon = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--log-level", "warning"]
     daemon += ["--listen", address, "--tls-cert", str(served.cert), "--tls-key", str(served.key)]
     with started([*daemon, "--ready-file", str(ready)], ready), running_webhook(address, certs.cert_dir) as webhook:
