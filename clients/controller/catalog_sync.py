@@ -1,10 +1,11 @@
 """policyd's catalog kept equal to the cluster's (Cluster)ServingRuntimes, (Cluster)BaseModels,
-AcceleratorClasses and InferenceServices:
-each watch event updates one object; an audit replaces the whole catalog with a fresh listing."""
+AcceleratorClasses and InferenceServices: the changes watch events show are pushed together; an
+audit replaces the whole catalog with a fresh listing. One push at a time (several workers)."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 
 import grpc
@@ -17,6 +18,9 @@ from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
 log = logging.getLogger("policyd.controller.catalog")
+# objects per request: policyd's default --max-objects
+CHUNK = 1000
+REVISIONS_KEPT = 4096  # revisions recently built, that a decision made meanwhile may carry
 
 
 def _refused(err: grpc.RpcError) -> bool:
@@ -27,70 +31,132 @@ class CatalogSync:
     def __init__(self, policy: policy_pb2_grpc.PolicyServiceStub, address: str = "") -> None:
         self.policy = policy
         self.address = address
+        self._lock = threading.Lock()
         self._pushed: dict[CatalogKey, str] = {}  # key -> digest of what policyd holds
         self._refused: dict[CatalogKey, str] = {}  # key -> digest policyd refused (logged once)
-        self.revision = ""  # policyd's catalog revision after our last change
+        self._built: dict[str, int] = {}  # revisions our changes made -> when (a count), the last last
+        self._count = 0
+
+    @property
+    def revision(self) -> str:
+        """policyd's catalog revision after our last change."""
+        return next(reversed(self._built), "")
+
+    def mark(self) -> int:
+        """Now, for built_since."""
+        return self._count
+
+    def built_since(self, revision: str, mark: int) -> bool:
+        """Whether ``revision`` is the catalog we had built at ``mark`` or one we built since
+        (waiting for a push in progress, whose revision a decision may carry before we learn it)."""
+        if self._built.get(revision, -1) >= mark:
+            return True
+        with self._lock:
+            return self._built.get(revision, -1) >= mark
+
+    def _record(self, revision: str) -> None:
+        self._count += 1
+        self._built.pop(revision, None)
+        self._built[revision] = self._count
+        if len(self._built) > REVISIONS_KEPT:
+            del self._built[next(iter(self._built))]
 
     def replace(self, desired: Mapping[CatalogKey, Manifest]) -> list[CatalogKey]:
         """policyd's catalog becomes exactly ``desired`` but what policyd refuses; returns the keys
         whose content changed there."""
-        items = {key: catalog_item(obj) for key, obj in desired.items()}
-        accepted = {key: item for key, item in items.items() if self._refused.get(key) != item[1]}
-        try:
+        with self._lock:
+            items = {key: catalog_item(obj) for key, obj in desired.items()}
+            accepted = {key: item for key, item in items.items() if self._refused.get(key) != item[1]}
             try:
-                self._replace(accepted)
+                try:
+                    self._replace(accepted)
+                except grpc.RpcError as err:
+                    if not _refused(err):
+                        raise
+                    # one refused object fails the whole request: find which, then replace without them
+                    for key, item in list(accepted.items()):
+                        try:
+                            self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=item[0])]))
+                        except grpc.RpcError as one:
+                            if not _refused(one):
+                                raise
+                            self._log_refusal(key, item, one)
+                            del accepted[key]
+                    self._replace(accepted)
+            except grpc.RpcError as err:
+                raise Unavailable("policyd", self.address, err) from err
+            before, self._pushed = self._pushed, {key: digest for key, (_, digest) in accepted.items()}
+            return [key for key in before.keys() | self._pushed.keys() if before.get(key) != self._pushed.get(key)]
+
+    def _replace(self, accepted: Mapping[CatalogKey, Item]) -> None:
+        """In one request when it fits; else the first replaces (runtimes, models and classes first),
+        the others add the rest. Decisions need only the catalog kinds: a catalog that lacks some
+        InferenceServices meanwhile is the revision of no decision we keep."""
+        ordered = sorted(accepted.items(), key=lambda entry: entry[0][0] == "InferenceService")
+        deciding = sum(1 for key, _ in ordered if key[0] != "InferenceService")
+        for start in range(0, max(len(ordered), 1), CHUNK):
+            objects = [rpb.Object(manifest=manifest) for _, (manifest, _) in ordered[start : start + CHUNK]]
+            request = pb.ApplyObjectsRequest(objects=objects, replace=start == 0)
+            revision = self.policy.ApplyObjects(request).catalog_revision
+            if start + CHUNK >= deciding:
+                self._record(revision)
+
+    def update(self, changes: Mapping[CatalogKey, Manifest | None]) -> list[CatalogKey]:
+        """Objects changed (None: deleted); returns the keys whose copy in policyd changed."""
+        with self._lock:
+            try:
+                return self._update(changes)
+            except grpc.RpcError as err:
+                raise Unavailable("policyd", self.address, err) from err
+
+    def _update(self, changes: Mapping[CatalogKey, Manifest | None]) -> list[CatalogKey]:
+        gone = [key for key, obj in changes.items() if obj is None]
+        for key in gone:
+            self._refused.pop(key, None)
+        items = {key: catalog_item(obj) for key, obj in changes.items() if obj is not None}
+        items = {
+            key: item for key, item in items.items() if item[1] not in (self._pushed.get(key), self._refused.get(key))
+        }
+        changed: list[CatalogKey] = []
+        entries = list(items.items())
+        for start in range(0, len(entries), CHUNK):
+            chunk = dict(entries[start : start + CHUNK])
+            try:
+                self._apply(chunk)
             except grpc.RpcError as err:
                 if not _refused(err):
                     raise
-                # one refused object fails the whole request: find which, then replace without them
-                for key, item in list(accepted.items()):
+                # one refused object fails the whole request: one by one, to know which
+                for key, item in chunk.items():
                     try:
-                        self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=item[0])]))
+                        self._apply({key: item})
                     except grpc.RpcError as one:
                         if not _refused(one):
                             raise
+                        # What policyd refuses (as OME's webhook would) is not in the catalog, nor an
+                        # older version of it: deciding on a version the cluster no longer has would be wrong.
                         self._log_refusal(key, item, one)
-                        del accepted[key]
-                self._replace(accepted)
-        except grpc.RpcError as err:
-            raise Unavailable("policyd", self.address, err) from err
-        before, self._pushed = self._pushed, {key: digest for key, (_, digest) in accepted.items()}
-        return [key for key in before.keys() | self._pushed.keys() if before.get(key) != self._pushed.get(key)]
+                        gone.append(key)
+                        del items[key]
+            changed += [key for key in chunk if key in items]
+        return changed + self._delete(gone)
 
-    def _replace(self, accepted: Mapping[CatalogKey, Item]) -> None:
-        objects = [rpb.Object(manifest=manifest) for manifest, _ in accepted.values()]
-        self.revision = self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=objects, replace=True)).catalog_revision
+    def _apply(self, items: Mapping[CatalogKey, Item]) -> None:
+        objects = [rpb.Object(manifest=manifest) for manifest, _ in items.values()]
+        self._record(self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=objects)).catalog_revision)
+        for key, (_, digest) in items.items():
+            self._pushed[key] = digest
+            self._refused.pop(key, None)
 
-    def update(self, key: CatalogKey, obj: Manifest | None) -> list[CatalogKey]:
-        """One object changed (None: deleted); returns [key] when policyd's copy changed."""
-        try:
-            if obj is None:
-                self._refused.pop(key, None)
-                return self._delete(key)
-            item = catalog_item(obj)
-            if item[1] in (self._pushed.get(key), self._refused.get(key)):
-                return []
-            try:
-                reply = self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=item[0])]))
-            except grpc.RpcError as err:
-                if not _refused(err):
-                    raise
-                # What policyd refuses (as OME's webhook would) is not in the catalog, nor an older
-                # version of it: deciding on a version the cluster no longer has would be wrong.
-                self._log_refusal(key, item, err)
-                return self._delete(key)
-        except grpc.RpcError as err:
-            raise Unavailable("policyd", self.address, err) from err
-        self.revision = reply.catalog_revision
-        self._pushed[key] = item[1]
-        self._refused.pop(key, None)
-        return [key]
-
-    def _delete(self, key: CatalogKey) -> list[CatalogKey]:
-        kind, namespace, name = key
-        request = pb.DeleteObjectsRequest(keys=[pb.ObjectKey(kind=kind, namespace=namespace, name=name)])
-        self.revision = self.policy.DeleteObjects(request).catalog_revision
-        return [key] if self._pushed.pop(key, None) is not None else []
+    def _delete(self, keys: list[CatalogKey]) -> list[CatalogKey]:
+        for start in range(0, len(keys), CHUNK):
+            request = pb.DeleteObjectsRequest(
+                keys=[
+                    pb.ObjectKey(kind=kind, namespace=ns, name=name) for kind, ns, name in keys[start : start + CHUNK]
+                ]
+            )
+            self._record(self.policy.DeleteObjects(request).catalog_revision)
+        return [key for key in keys if self._pushed.pop(key, None) is not None]
 
     def _log_refusal(self, key: CatalogKey, item: Item, err: grpc.RpcError) -> None:
         self._refused[key] = item[1]

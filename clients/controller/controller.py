@@ -2,30 +2,33 @@
 cluster's, each InferenceService reconciled (RuntimeReady, events, workloads), and the
 InferenceServices that follow a catalog object reconciled again when it changes or goes away.
 
-Observations arrive on the event loop's thread (``observe``); work runs one key at a time on a
-worker thread (``process``) and returns the keys to do next. Keys: AUDIT, ("catalog", kind,
-namespace, name), ("isvc", namespace, name)."""
+Observations arrive on the event loop's thread (``observe``); work runs on several worker threads
+(``process``), a key in one at a time, and returns the keys to do next. Keys: AUDIT, CATALOG (every
+catalog change not yet in policyd, pushed together), ("isvc", namespace, name)."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable, Hashable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from clients.controller.catalog_sync import CatalogSync
 from clients.controller.events import EventRecorder
-from clients.controller.kube import CatalogKey, Conflict, Kube, Manifest, catalog_key
+from clients.controller.kube import Applied, CatalogKey, Conflict, Kube, Manifest, WorkloadKey, catalog_key
 from clients.controller.outcome import Condition, Event, Outcome
 from clients.controller.reconcile import Reconciler, Unavailable
 from clients.controller.status import now, status_update
+from clients.manifests import catalog_item
 
 log = logging.getLogger("policyd.controller")
 Key = tuple[Hashable, ...]
 IsvcKey = tuple[str, str]
 AUDIT: Key = ("audit",)
+CATALOG: Key = ("catalog",)
 PRIORITY: dict[Hashable, int] = {"audit": 0, "catalog": 1, "isvc": 2}
 CONFLICT = "WorkloadConflict"
 
@@ -51,12 +54,21 @@ class Controller:
         self._lock = threading.Lock()
         self._seq = 0  # counts observations, to tell a watch event newer than a listing
         self._catalog: dict[CatalogKey, tuple[int, Manifest | None]] = {}  # None: deleted, not yet out of policyd
+        self._unsynced: set[CatalogKey] = set()  # observed, not yet pushed to policyd
         self._isvcs: dict[IsvcKey, Manifest] = {}
         self._gone: list[str] = []  # uids of deleted InferenceServices, for the event recorder
         self._resolved: set[IsvcKey] = set()  # InferenceServices whose last reconcile found a runtime
+        # what the last reconcile of an InferenceService made of it (its content's digest, the
+        # condition): a watch event that shows no more than that (the status it wrote) is not work
+        self._settled: dict[IsvcKey, tuple[str, Condition]] = {}
+        # the workloads each InferenceService (by uid) owns: listed at each audit, then kept by our
+        # own applies and deletions, so no reconcile lists them (a listing reads every object of its
+        # kind in the namespace: N InferenceServices would cost N^2)
+        self._owned: dict[str, dict[WorkloadKey, tuple[int, Applied]]] = {}
         self.catalog_ready = False
         self.policyd_down: Unavailable | None = None  # the last failure to reach policyd, until an audit succeeds
         self._audit_pending = False  # to log a relisting once, not once per object
+        self._watched: set[CatalogKey] = set()  # catalog objects a watch has shown: listed again, a gap
 
     # --- observations (the event loop's thread)
 
@@ -64,41 +76,53 @@ class Controller:
         """A watch event; ``event_type`` None is an object of a (re)listing."""
         meta = obj.get("metadata") or {}
         ckey = catalog_key(obj)
+        deleted = event_type == "DELETED"
         if obj.get("kind") == "InferenceService":
             key = (meta.get("namespace", ""), meta.get("name", ""))
             with self._lock:
-                if event_type == "DELETED":
+                if deleted:
                     self._isvcs.pop(key, None)
                     self._gone.append(meta.get("uid", ""))
                 else:
                     self._isvcs[key] = obj
                 # policyd's catalog holds the InferenceServices too: what-if (policyctl diff) decides them
                 self._seq += 1
-                self._catalog[ckey] = (self._seq, None if event_type == "DELETED" else obj)
-            return [("catalog", *ckey), ("isvc", *key)]
+                self._catalog[ckey] = (self._seq, None if deleted else obj)
+                self._unsynced.add(ckey)
+                settled = self._settled.get(key)
+            if not deleted and settled is not None and _shows_only(obj, *settled):
+                return [CATALOG]
+            return [CATALOG, ("isvc", *key)]
         with self._lock:
             self._seq += 1
-            self._catalog[ckey] = (self._seq, None if event_type == "DELETED" else obj)
-        keys: list[Key] = [("catalog", *ckey)]
-        if event_type is None and self.catalog_ready:
-            # the watch listed again after a gap (410 Gone): deletions in the gap were not seen
+            self._catalog[ckey] = (self._seq, None if deleted else obj)
+            self._unsynced.add(ckey)
+            seen = ckey in self._watched
+            (self._watched.discard if deleted else self._watched.add)(ckey)
+        keys: list[Key] = [CATALOG]
+        if event_type is None and seen and self.catalog_ready:
+            # the watch listed an object it had shown again: it listed again after a gap (410 Gone),
+            # and deletions in the gap were not seen (the first listing is no gap)
             if not self._audit_pending:
                 log.info("%s listed again after a watch gap: auditing the catalog", ckey[0])
                 self._audit_pending = True
             keys.append(AUDIT)
         return keys
 
-    # --- work (the worker's thread)
+    # --- work (the workers' threads)
 
     def process(self, key: Key) -> list[Key]:
         try:
             if key == AUDIT:
                 return self.audit()
-            if key[0] == "catalog":
-                return self.sync_catalog((str(key[1]), str(key[2]), str(key[3])))
+            if key == CATALOG:
+                return self.sync_catalog()
             return self.reconcile((str(key[1]), str(key[2])))
-        except Unavailable as err:
-            if err.service == "policyd":
+        except Exception as err:
+            if key[0] == "isvc":
+                with self._lock:  # not settled: its next watch event is work again
+                    self._settled.pop((str(key[1]), str(key[2])), None)
+            if isinstance(err, Unavailable) and err.service == "policyd":
                 # it may come back with an empty catalog: nothing is decided until an audit refilled it
                 self.catalog_ready = False
                 self.policyd_down = err
@@ -106,23 +130,34 @@ class Controller:
 
     def audit(self) -> list[Key]:
         """List the catalog kinds and make policyd hold exactly them: what the watches missed
-        (deletions during a disconnection, a policyd that restarted empty) is put right here."""
+        (deletions during a disconnection, a policyd that restarted empty) is put right here.
+        The workloads InferenceServices own are listed too."""
         with self._lock:
             start = self._seq
-        listed = self.kube.list_catalog()
+        with ThreadPoolExecutor(1) as other:  # both listings at once: the API server has cores to spare
+            listing = other.submit(self.kube.list_owned)
+            listed = self.kube.list_catalog()
+            owned = listing.result()
         with self._lock:
             for key, (seq, _) in list(self._catalog.items()):
                 if seq <= start and key not in listed:
                     self._catalog[key] = (seq, None)
+                    if key[0] == "InferenceService":
+                        self._isvcs.pop(key[1:], None)
             for key, obj in listed.items():
                 seq, _ = self._catalog.get(key, (0, None))
                 if seq <= start:  # a watch event newer than the listing wins
                     self._catalog[key] = (seq, obj)
+                    if key[0] == "InferenceService":
+                        self._isvcs[key[1:]] = obj
+            self._merge_owned(owned, start)
             snapshot = dict(self._catalog)
+            unsynced = bool(self._unsynced)
         changed = self.catalog.replace({key: obj for key, (_, obj) in snapshot.items() if obj is not None})
         self._drop_deleted(snapshot)
         self._audit_pending = False
-        if not self.catalog_ready:
+        first = not self.catalog_ready
+        if first:
             log.info("catalog in sync with policyd", extra={"objects": len(listed)})
         elif changed:
             log.info(
@@ -132,22 +167,43 @@ class Controller:
             )
         recovering = self.policyd_down is not None
         self.catalog_ready, self.policyd_down = True, None
-        if recovering:
-            # policyd is back: every InferenceService decided (or refused as unavailable) meanwhile is
-            # decided again, whatever changed, rather than waiting for its retry's backoff
+        follow_ups: list[Key] = [CATALOG] if unsynced else []
+        if first or recovering:
+            # every InferenceService is decided now (policyd back: decided again, whatever changed,
+            # rather than on its retry's backoff)
             with self._lock:
-                return [("isvc", *key) for key in self._isvcs]
-        return self._dependents(changed)
+                return follow_ups + [("isvc", *key) for key in self._isvcs]
+        return follow_ups + self._dependents(changed)
 
-    def sync_catalog(self, key: CatalogKey) -> list[Key]:
+    def _merge_owned(self, owned: dict[str, dict[WorkloadKey, Applied]], start: int) -> None:
+        """The listing of owned workloads, under the lock: what we applied or deleted since it
+        started wins over it."""
+        for uid, workloads in list(self._owned.items()):
+            for workload, (seq, _) in list(workloads.items()):
+                if seq <= start and workload not in owned.get(uid, {}):
+                    del workloads[workload]
+            if not workloads:
+                del self._owned[uid]
+        for uid, listed in owned.items():
+            mine = self._owned.setdefault(uid, {})
+            for workload, applied in listed.items():
+                if mine.get(workload, (0, None))[0] <= start:
+                    mine[workload] = (0, applied)
+
+    def sync_catalog(self) -> list[Key]:
+        """Push every catalog change observed since the last push, together."""
         if not self.catalog_ready:
-            return []  # the first audit pushes everything
+            return []  # the first audit pushes everything (and comes back here for what came meanwhile)
         with self._lock:
-            if key not in self._catalog:
-                return []
-            entry = self._catalog[key]
-        changed = self.catalog.update(key, entry[1])
-        self._drop_deleted({key: entry})
+            keys, self._unsynced = self._unsynced, set()
+            entries = {key: self._catalog[key] for key in keys if key in self._catalog}
+        try:
+            changed = self.catalog.update({key: obj for key, (_, obj) in entries.items()})
+        except Exception:
+            with self._lock:
+                self._unsynced |= keys
+            raise
+        self._drop_deleted(entries)
         return self._dependents(changed)
 
     def _drop_deleted(self, done: dict[CatalogKey, tuple[int, Manifest | None]]) -> None:
@@ -166,32 +222,42 @@ class Controller:
             return []
         with self._lock:
             isvcs = list(self._isvcs.items())
-        return [("isvc", *key) for key, isvc in isvcs if key not in self._resolved or _follows(key[0], isvc) & changed]
+            resolved = set(self._resolved)
+        return [("isvc", *key) for key, isvc in isvcs if key not in resolved or _follows(key[0], isvc) & changed]
 
     def reconcile(self, key: IsvcKey) -> list[Key]:
         with self._lock:
             isvc = self._isvcs.get(key)
             gone, self._gone = self._gone, []
+            for uid in gone:
+                self._owned.pop(uid, None)  # owner references let the cluster collect its workloads
         for uid in gone:
             self.recorder.forget(uid)
-        if isvc is None:  # deleted: owner references let the cluster collect its workloads
-            self._resolved.discard(key)
+        if isvc is None:
+            with self._lock:
+                self._resolved.discard(key)
+                self._settled.pop(key, None)
             return []
         if not self.catalog_ready:
             if self.policyd_down is not None:
                 self._write_status(isvc, _unavailable(self.policyd_down))
             raise NotReady()
+        mark = self.catalog.mark()
         try:
             outcome = self.reconciler.reconcile(isvc)
         except Unavailable as err:
             self._write_status(isvc, _unavailable(err))
             raise
-        if outcome.catalog_revision and outcome.catalog_revision != self.catalog.revision:
-            # policyd decided on a catalog we did not build: it restarted (empty) or was changed
-            # behind our back. Put the catalog right first, then decide again.
+        if outcome.catalog_revision and not self.catalog.built_since(outcome.catalog_revision, mark):
+            # policyd decided on a catalog we did not build, or an older one: it restarted (empty,
+            # or from an older state) or was changed behind our back. Put the catalog right first,
+            # then decide again.
             log.warning("policyd's catalog is not the cluster's; syncing it again", extra={"isvc": "/".join(key)})
             return [AUDIT, ("isvc", *key)]
-        (self._resolved.add if outcome.condition.ready else self._resolved.discard)(key)
+        with self._lock:
+            (self._resolved.add if outcome.condition.ready else self._resolved.discard)(key)
+            # before the status is written: the watch event of that write is then no work
+            self._settled[key] = (catalog_item(isvc)[1], outcome.condition)
         if not self._write_status(isvc, outcome.condition):
             return []
         problems = self._workloads(isvc, outcome) if outcome.condition.ready else []
@@ -226,15 +292,33 @@ class Controller:
         return True
 
     def _workloads(self, isvc: Manifest, outcome: Outcome) -> list[Exception]:
-        """Apply every rendered object, then delete the owned ones no longer rendered."""
+        """Apply every rendered object (but those that already carry it), then delete the owned
+        ones no longer rendered."""
+        uid = isvc["metadata"].get("uid", "")
+        with self._lock:
+            known = {workload: applied for workload, (_, applied) in self._owned.get(uid, {}).items()}
         problems: list[Exception] = []
         for workload in outcome.workloads:
+            key = (workload.get("kind", ""), (workload.get("metadata") or {}).get("name", ""))
             try:
-                self.kube.apply(workload, isvc)
+                applied = self.kube.apply(workload, isvc, unless=known[key].digest if key in known else "")
             except (Conflict, ApiException) as err:
                 problems.append(err)
+                continue
+            if applied.uid:
+                self._own(uid, key, applied)
         keep = {(w.get("kind", ""), (w.get("metadata") or {}).get("name", "")) for w in outcome.workloads}
-        for kind, name in self.kube.prune(isvc, keep):
+        for (kind, name), applied in known.items():
+            if (kind, name) in keep:
+                continue
+            try:
+                self.kube.delete(isvc, (kind, name), applied.uid)
+            except ApiException as err:
+                problems.append(err)
+                continue
+            with self._lock:
+                self._seq += 1
+                self._owned.get(uid, {}).pop((kind, name), None)
             log.info(
                 "deleted %s %s: its component is no longer declared",
                 kind,
@@ -242,6 +326,16 @@ class Controller:
                 extra={"isvc": isvc["metadata"]["name"], "namespace": isvc["metadata"]["namespace"]},
             )
         return problems
+
+    def _own(self, uid: str, workload: WorkloadKey, applied: Applied) -> None:
+        with self._lock:
+            self._seq += 1
+            self._owned.setdefault(uid, {})[workload] = (self._seq, applied)
+
+
+def _shows_only(isvc: Manifest, digest: str, condition: Condition) -> bool:
+    """The InferenceService is what its last reconcile made of it: same content, and the status it wrote."""
+    return catalog_item(isvc)[1] == digest and status_update(isvc, condition, "") is None
 
 
 def _follows(namespace: str, isvc: Manifest) -> frozenset[CatalogKey]:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client, config, dynamic
@@ -41,6 +44,15 @@ WORKLOAD_KINDS = (
 Manifest = Mapping[str, Any]
 CatalogKey = tuple[str, str, str]  # (kind, namespace or "" at cluster scope, name)
 WorkloadKey = tuple[str, str]  # (kind, name)
+WORKLOAD_API_VERSIONS = {kind: api_version for api_version, kind in WORKLOAD_KINDS}
+APPLIED = "policyd.ome.io/applied"  # annotation: a digest of what the controller last applied
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+@dataclass(frozen=True)
+class Applied:
+    digest: str  # of the body applied, as in its APPLIED annotation
+    uid: str  # the object's; empty when the apply was skipped
 
 
 class ConfigError(Exception):
@@ -62,11 +74,20 @@ def load_configuration(kubeconfig: str | None) -> None:
     try:
         if kubeconfig:
             config.load_kube_config(config_file=kubeconfig)
+        elif _kubeconfig_files():
+            config.load_kube_config()  # it merges $KUBECONFIG's files itself
         else:
-            config.load_config()
+            # not config.load_config(): it prints a warning of its own before trying this
+            config.load_incluster_config()
     except (ConfigException, OSError) as err:
         where = kubeconfig or "$KUBECONFIG, ~/.kube/config or the in-cluster service account"
         raise ConfigError(f"no usable Kubernetes configuration in {where}: {err}") from err
+
+
+def _kubeconfig_files() -> list[str]:
+    """The kubeconfig files kubectl would read that exist: $KUBECONFIG's (a path list), else ~/.kube/config."""
+    paths = os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)
+    return [path for path in paths if path and os.path.exists(os.path.expanduser(path))]
 
 
 def catalog_key(obj: Manifest) -> CatalogKey:
@@ -110,11 +131,13 @@ class Kube:
         self.core = client.CoreV1Api(api)
         self.identity = identity
         self._dynamic: dynamic.DynamicClient | None = None
+        self._discovery = threading.Lock()  # several workers: discovery once
 
-    def _resources(self) -> Any:
-        if self._dynamic is None:  # discovery needs the API server: made on first use, not at start
-            self._dynamic = dynamic.DynamicClient(self.api)
-        return self._dynamic.resources
+    def _resource(self, api_version: str, kind: str) -> Any:
+        with self._discovery:
+            if self._dynamic is None:  # discovery needs the API server: made on first use, not at start
+                self._dynamic = dynamic.DynamicClient(self.api)
+            return self._dynamic.resources.get(api_version=api_version, kind=kind)
 
     def list_catalog(self) -> dict[CatalogKey, dict[str, Any]]:
         objects: dict[CatalogKey, dict[str, Any]] = {}
@@ -175,48 +198,63 @@ class Kube:
         patch = {"count": (current.count or 1) + 1, "lastTimestamp": at}
         self.core.patch_namespaced_event(name, meta["namespace"], patch)
 
-    def apply(self, obj: Manifest, owner: Manifest) -> None:
+    def apply(self, obj: Manifest, owner: Manifest, unless: str = "") -> Applied:
         """Server-side apply as FIELD_MANAGER, never forcing: a field another manager owns with
-        another value raises Conflict and nothing of the object is changed."""
+        another value raises Conflict and nothing of the object is changed. Not sent when the
+        object already carries what would be applied (``unless``, the digest it was applied with)."""
         meta = dict(obj.get("metadata") or {})
         meta["labels"] = {**(meta.get("labels") or {}), LABEL_ISVC: owner["metadata"]["name"]}
         meta["ownerReferences"] = [owner_reference(owner)]
         body = {**obj, "metadata": meta}
-        resource = self._resources().get(api_version=body["apiVersion"], kind=body["kind"])
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
+        if digest == unless:
+            return Applied(digest, "")
+        # the digest rides along, so a restarted controller knows what is there without reading it back
+        meta["annotations"] = {**(meta.get("annotations") or {}), APPLIED: digest}
+        resource = self._resource(body["apiVersion"], body["kind"])
         try:
-            resource.server_side_apply(
+            # serialize=False: the answer's uid is all it needs, not the dynamic client's wrapper of it
+            answer = resource.server_side_apply(
                 body=body,
                 name=meta["name"],
                 namespace=meta.get("namespace"),
                 field_manager=FIELD_MANAGER,
                 force_conflicts=False,
+                serialize=False,
             )
         except ApiException as err:
             if err.status == 409:
                 raise Conflict(obj, err) from err
             raise
+        return Applied(digest, str(json.loads(answer.data)["metadata"]["uid"]))
 
-    def prune(self, isvc: Manifest, keep: Iterable[WorkloadKey]) -> list[WorkloadKey]:
-        """Delete the objects ``isvc`` owns that are not in ``keep``; returns what was deleted."""
-        meta = isvc["metadata"]
-        kept, deleted = set(keep), []
+    def list_owned(self) -> dict[str, dict[WorkloadKey, Applied]]:
+        """Every workload an InferenceService owns, by its uid: what it was applied with and its
+        own uid. Metadata only, one listing per kind for the whole cluster."""
+        owned: dict[str, dict[WorkloadKey, Applied]] = {}
         for api_version, kind in WORKLOAD_KINDS:
             try:
-                resource = self._resources().get(api_version=api_version, kind=kind)
+                resource = self._resource(api_version, kind)
             except ResourceNotFoundError:
                 continue  # e.g. LeaderWorkerSet's CRD is not installed: nothing of that kind to own
-            listed = resource.get(namespace=meta["namespace"], label_selector=f"{LABEL_ISVC}={meta['name']}")
-            for item in listed.to_dict().get("items", []):
-                item_meta = item.get("metadata") or {}
-                owned = any(
-                    ref.get("uid") == meta.get("uid") and ref.get("controller")
-                    for ref in item_meta.get("ownerReferences") or []
-                )
-                if owned and (kind, item_meta.get("name")) not in kept:
-                    resource.delete(
-                        name=item_meta["name"],
-                        namespace=meta["namespace"],
-                        body={"propagationPolicy": "Background", "preconditions": {"uid": item_meta.get("uid")}},
-                    )
-                    deleted.append((kind, item_meta["name"]))
-        return deleted
+            answer = resource.get(label_selector=LABEL_ISVC, header_params={"Accept": METADATA_LIST}, serialize=False)
+            for item in json.loads(answer.data).get("items") or []:  # null when there are none
+                meta = item.get("metadata") or {}
+                for ref in meta.get("ownerReferences") or []:
+                    if ref.get("controller") and ref.get("kind") == "InferenceService":
+                        applied = Applied((meta.get("annotations") or {}).get(APPLIED, ""), meta.get("uid", ""))
+                        owned.setdefault(ref.get("uid", ""), {})[(kind, meta.get("name", ""))] = applied
+        return owned
+
+    def delete(self, isvc: Manifest, workload: WorkloadKey, uid: str) -> None:
+        """Delete a workload ``isvc`` no longer renders (``uid``: that object, not a newer one of its name)."""
+        kind, name = workload
+        resource = self._resource(WORKLOAD_API_VERSIONS[kind], kind)
+        body: dict[str, Any] = {"propagationPolicy": "Background"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        try:
+            resource.delete(name=name, namespace=isvc["metadata"]["namespace"], body=body, serialize=False)
+        except ApiException as err:
+            if err.status not in (404, 409):  # gone already, or another object of that name now
+                raise

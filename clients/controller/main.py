@@ -53,12 +53,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=15,
         help="seconds a standby waits after the leader stopped renewing before taking over (default %(default)s)",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=8,
+        help="InferenceServices reconciled at once (keys of one never at once) (default %(default)s)",
+    )
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-format", choices=("json", "text"), default="json")
     channels.add_flags(p)  # --tls-ca/--tls-cert/--tls-key/--request-timeout: both connections, when host:port
     args = p.parse_args(argv)
     if args.lease_duration < 3:
         p.error("--lease-duration: must be at least 3 seconds")
+    if args.workers < 1:
+        p.error("--workers: must be at least 1")
     return args
 
 
@@ -85,7 +93,10 @@ async def run(args: argparse.Namespace) -> int:
     opened = (connection.channel(args.policyd), connection.channel(args.renderer))
     policy = policy_pb2_grpc.PolicyServiceStub(opened[0])
     renderer = render_pb2_grpc.RendererServiceStub(opened[1])
-    api = client.ApiClient()
+    configuration = client.Configuration.get_default_copy()
+    # a connection per worker, and the lists and the audit's: urllib3 discards what does not fit
+    configuration.connection_pool_maxsize = args.workers + 2
+    api = client.ApiClient(configuration)
     kube = Kube(api, me)
     controller = Controller(
         kube,
@@ -93,7 +104,7 @@ async def run(args: argparse.Namespace) -> int:
         Reconciler(policy, renderer, (args.policyd, args.renderer)),
         EventRecorder(kube),
     )
-    operator = asyncio.create_task(lead(controller, stop))
+    operator = asyncio.create_task(lead(controller, stop, args.workers))
     waiters = {asyncio.create_task(lost.wait()), asyncio.create_task(stop.wait())}
     try:
         await asyncio.wait({operator, *waiters}, return_when=asyncio.FIRST_COMPLETED)

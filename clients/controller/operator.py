@@ -1,6 +1,7 @@
 """The controller on kopf: kopf's watches (listing, resuming from the last resourceVersion,
-listing again after 410 Gone, reconnecting after errors) feed the Controller; one worker does
-its work, retrying failed keys with backoff, and audits the catalog now and then."""
+listing again after 410 Gone, reconnecting after errors) feed the Controller; several workers do
+its work (a key in one at a time), retrying failed keys with backoff, and audit the catalog now
+and then."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import contextlib
 import json
 import logging
 import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import kopf
@@ -16,7 +19,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from clients.controller.controller import AUDIT, PRIORITY, Controller, Key, NotReady, Retry
+from clients.controller.controller import AUDIT, CATALOG, PRIORITY, Controller, Key, NotReady, Retry
 from clients.controller.kube import CATALOG_KINDS, GROUP, PLURALS, VERSION
 from clients.controller.reconcile import Unavailable
 from clients.controller.workqueue import MAX_DELAY, WorkQueue
@@ -75,22 +78,31 @@ def registry(controller: Controller, queue: WorkQueue) -> kopf.OperatorRegistry:
 def describe(key: Key) -> str:
     if key == AUDIT:
         return "catalog audit"
+    if key == CATALOG:
+        return "catalog push"
     kind = "InferenceService" if key[0] == "isvc" else str(key[1])
     return f"{kind} {'/'.join(str(part) for part in key[-2:] if part)}"
 
 
-async def work(controller: Controller, queue: WorkQueue) -> None:
-    """One key at a time, on a thread (the clients block); never ends on a failure."""
+async def work(controller: Controller, queue: WorkQueue, threads: ThreadPoolExecutor) -> None:
+    """One worker: a key at a time, on a thread (the clients block); never ends on a failure."""
+    loop = asyncio.get_running_loop()
     while True:
         key = await queue.get()
         try:
-            follow_ups = await asyncio.to_thread(controller.process, key)
+            follow_ups = await loop.run_in_executor(threads, controller.process, key)
         except NotReady:
-            queue.add(key, NOT_READY_DELAY)
+            queue.again(key, NOT_READY_DELAY)
             continue
         except EXPECTED as err:
             delay = queue.failed(key)
-            log.error("%s: %s; retrying in %.1fs", describe(key), _reason(err), delay, extra={"retry_in": delay})
+            log.error(
+                "%s: %s; retrying in %.1fs",
+                describe(key),
+                _reason(err),
+                delay,
+                extra={"retry_in": delay, **_status(err)},
+            )
             if not controller.catalog_ready:
                 queue.add(AUDIT, delay)  # refill policyd's catalog first when it is back
             continue
@@ -103,20 +115,35 @@ async def work(controller: Controller, queue: WorkQueue) -> None:
             queue.add(follow_up)
 
 
+async def report_caught_up(controller: Controller, queue: WorkQueue, started: float) -> None:
+    """Log once when the work found at start is done: the first audit and every key it led to."""
+    while True:
+        await queue.idle()
+        if controller.catalog_ready:
+            log.info("caught up", extra={"seconds": round(time.monotonic() - started, 3)})
+            return
+        await asyncio.sleep(0.5)  # the first audit is failing: its retry is not due yet
+
+
 async def audit_periodically(queue: WorkQueue) -> None:
     while True:
         await asyncio.sleep(AUDIT_INTERVAL)
         queue.add(AUDIT)
 
 
-async def lead(controller: Controller, stop: asyncio.Event) -> None:
+async def lead(controller: Controller, stop: asyncio.Event, workers: int = 1) -> None:
     """Run kopf and the worker until kopf stops on SIGTERM (it handles the signal while it runs),
     ``stop`` is set, or this is cancelled. A watch that keeps failing (a 403, say) ends kopf: it is
     started again with backoff, the worker going on meanwhile. No stop flag is given to kopf: it
     would wait for that flag's waiter when stopping on a signal."""
     queue = WorkQueue(PRIORITY)
     queue.add(AUDIT)
-    tasks = [asyncio.create_task(work(controller, queue)), asyncio.create_task(audit_periodically(queue))]
+    threads = ThreadPoolExecutor(workers, thread_name_prefix="worker")
+    tasks = [asyncio.create_task(work(controller, queue, threads)) for _ in range(workers)]
+    tasks += [
+        asyncio.create_task(audit_periodically(queue)),
+        asyncio.create_task(report_caught_up(controller, queue, time.monotonic())),
+    ]
     delay = 1.0
     try:
         while not stop.is_set():
@@ -124,7 +151,9 @@ async def lead(controller: Controller, stop: asyncio.Event) -> None:
                 await kopf.operator(registry=registry(controller, queue), settings=settings(), clusterwide=True)
                 return
             except Exception as err:
-                log.error("the watches stopped: %s; starting them again in %.0fs", _reason(err), delay)
+                log.error(
+                    "the watches stopped: %s; starting them again in %.0fs", _reason(err), delay, extra=_status(err)
+                )
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)  # kopf's handlers went with it
@@ -136,12 +165,19 @@ async def lead(controller: Controller, stop: asyncio.Event) -> None:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.to_thread(threads.shutdown)  # the keys in progress finish
 
 
 def _reason(err: BaseException) -> str:
     if isinstance(err, ApiException):
         return f"Kubernetes API: {err.status} {err.reason}: {_api_message(err)}"
     return str(err) or type(err).__name__
+
+
+def _status(err: BaseException) -> dict[str, int]:
+    """The HTTP status the API server answered with (the kubernetes client's and kopf's errors), as a log field."""
+    status = getattr(err, "status", None)
+    return {"status": status} if isinstance(status, int) else {}
 
 
 def _api_message(err: ApiException) -> str:

@@ -5,7 +5,7 @@ condition reasons and messages, event reasons and messages are policyd's answers
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import grpc
@@ -14,6 +14,8 @@ from clients.controller.outcome import ADVISORY, NOT_FOUND, RESOLVED, VALIDATION
 from clients.decision import Decision, decide, from_catalog, placed_on, render_request
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
+
+OBJECTS_KEPT = 256  # catalog manifests kept for renders
 
 
 class Unavailable(Exception):
@@ -36,6 +38,10 @@ class Reconciler:
         self.policy = policy
         self.renderer = renderer
         self.policy_address, self.renderer_address = addresses
+        self._fetch = from_catalog(policy)
+        # catalog objects by (catalog revision, kind, namespace, name): a revision is the catalog's
+        # content, so InferenceServices decided on one share their runtime's and model's manifests
+        self._objects: dict[tuple[str, str, str, str], Mapping[str, Any] | None] = {}
 
     def reconcile(self, isvc: Mapping[str, Any]) -> Outcome:
         try:
@@ -53,7 +59,7 @@ class Reconciler:
         kind, name, _ = decision.runtime
         selector = ((isvc.get("spec") or {}).get("acceleratorSelector") or {}).get("acceleratorClass")
         try:
-            request = render_request(decision, from_catalog(self.policy), placed_on(selector))
+            request = render_request(decision, self._manifests(revision), placed_on(selector))
         except grpc.RpcError as err:
             raise Unavailable("policyd", self.policy_address, err) from err
         try:
@@ -67,6 +73,17 @@ class Reconciler:
             tuple(rendered.errors),
             revision,
         )
+
+    def _manifests(self, revision: str) -> Callable[[str, str, str], Mapping[str, Any] | None]:
+        def get(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+            key = (revision, kind, namespace, name)
+            if not revision or key not in self._objects:
+                if len(self._objects) >= OBJECTS_KEPT:
+                    self._objects = {k: v for k, v in self._objects.items() if k[0] == revision}
+                self._objects[key] = self._fetch(kind, namespace, name)
+            return self._objects[key]
+
+        return get
 
 
 def refusal(decision: Decision) -> Condition | None:

@@ -141,7 +141,7 @@ def test_policyd_down_is_reported_in_status_and_retried_until_it_is_back(world: 
         condition = eventually(lambda: world.runtime_ready(AUTO_ISVC), what="RuntimeReady")
         assert (condition["status"], condition["reason"]) == ("Unknown", "PolicyUnavailable")
         assert condition["message"].startswith(f"policyd at {address}: UNAVAILABLE")
-        assert controller.logged("retrying in")
+        eventually(lambda: controller.logged("retrying in"), what="the retry logged")  # after the status it wrote
         with serving("policyd.server.main", args, address):  # back, with an empty catalog
             eventually(lambda: reason(world, AUTO_ISVC) == "RuntimeResolved", timeout=60, what="RuntimeResolved")
             assert reason(world, NAMED_ISVC) == "RuntimeResolved"

@@ -186,7 +186,8 @@ def test_a_disabled_named_runtime_is_a_runtime_validation_error_and_the_workload
     with running(world):
         world.apply(named_isvc())
         eventually(lambda: resolved(world, NAMED_ISVC))
-        before = eventually(lambda: world.workloads(NAMED_ISVC))
+        # all four applied (Deployment, Service, HorizontalPodAutoscaler, PodDisruptionBudget), not the first
+        before = eventually(lambda: (found := world.workloads(NAMED_ISVC)) and len(found) == 4 and found)
         disabled = named_runtime()
         disabled["spec"]["disabled"] = True
         world.apply(disabled)

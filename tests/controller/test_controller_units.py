@@ -1,9 +1,11 @@
-"""The controller's pure parts: RuntimeReady's status fields, the work queue's backoff, reading
+"""The controller's pure parts: RuntimeReady's status fields, the work queue's backoff and its
+workers' exclusion (one key in one worker at a time), reading
 policyd's answers (before and after it fills every field of a rejection), the shipped manifests."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import kubernetes_validate
@@ -11,6 +13,8 @@ import pytest
 import yaml
 
 from clients.controller import workqueue
+from clients.controller.controller import AUDIT, CATALOG
+from clients.controller.operator import describe
 from clients.controller.outcome import Condition
 from clients.controller.reconcile import refusal
 from clients.controller.status import status_update
@@ -77,6 +81,69 @@ def test_a_key_added_twice_is_done_once_and_lower_priorities_go_first() -> None:
         return [await queue.get() for _ in range(len(queue))]
 
     assert asyncio.run(order()) == [("audit",), ("isvc", "a"), ("isvc", "b")]
+
+
+def test_the_workqueue_never_runs_two_items_of_one_key_at_once_and_runs_different_keys_concurrently() -> None:
+    """Four workers as the operator runs them (get, work, done), on keys added again while a worker has them."""
+    running: dict[tuple[str, ...], int] = {}
+    most_at_once: list[int] = [0]
+    runs: list[tuple[str, ...]] = []
+
+    async def worker(queue: workqueue.WorkQueue) -> None:
+        while True:
+            key = await queue.get()
+            running[key] = running.get(key, 0) + 1
+            assert running[key] == 1, f"{key} in two workers at once"
+            most_at_once[0] = max(most_at_once[0], sum(running.values()))
+            runs.append(key)
+            if len(runs) <= 4:
+                queue.add(key)  # added again while a worker has it: after that worker is done
+            await asyncio.sleep(0.05)
+            running[key] -= 1
+            queue.done(key)
+
+    async def scenario() -> None:
+        queue = workqueue.WorkQueue({"isvc": 2})
+        for name in ("a", "b", "c", "d"):
+            queue.add(("isvc", name))
+            queue.add(("isvc", name))
+        workers = [asyncio.create_task(worker(queue)) for _ in range(4)]
+        await asyncio.wait_for(queue.idle(), 10)
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert most_at_once[0] == 4  # the four keys at once
+    assert sorted(runs) == sorted([("isvc", n) for n in "abcd"] * 2)  # each again after its first turn
+
+
+def test_a_failed_key_waits_its_backoff_even_when_added_again_meanwhile_it_goes_after_its_turn() -> None:
+    async def scenario() -> tuple[float, float]:
+        queue = workqueue.WorkQueue()
+        key = ("isvc", "demo", "svc")
+        queue.add(key)
+        got = await queue.get()
+        queue.add(key)  # while a worker has it
+        assert len(queue) == 0
+        queue.done(got)
+        assert len(queue) == 1  # its turn is over: queued again
+        got = await queue.get()
+        started = time.monotonic()
+        delay = queue.failed(got)
+        await queue.get()
+        return delay, time.monotonic() - started
+
+    delay, waited = asyncio.run(scenario())
+    assert delay == workqueue.BASE_DELAY and waited >= delay
+
+
+def test_every_kind_of_key_is_named_in_the_log() -> None:
+    assert [describe(key) for key in (AUDIT, CATALOG, ("isvc", "demo", "svc"))] == [
+        "catalog audit",
+        "catalog push",
+        "InferenceService demo/svc",
+    ]
 
 
 def _resolved(rejection: pb.Rejection) -> Decision:

@@ -1,0 +1,358 @@
+"""The controller at cluster scale: a test control plane of its own (tests/cluster/up.sh), policyd,
+the renderer and policy-controller, all measured in one run.
+
+    python benchmarks/controller_scale.py [--n 1000] [--workers 8] [--keep DIR]
+
+- floor: one sequential client server-side applies the N Deployments the renderer makes for the N
+  InferenceServices (rendered beforehand through policyd and the renderer, into a namespace of their
+  own, with the kubernetes client's dynamic client as the controller uses it): the time the API
+  server takes just to store them, one after the other;
+- create: N InferenceServices naming spec 002's runtime, created at once (4 client threads), until
+  every one has RuntimeReady True and its Deployment exists (watched); goal <= 2x the floor;
+- follow: the runtime's image changes, until all N Deployments carry it; goal <= 2x the floor;
+- restart: the controller stopped and started again over the N settled InferenceServices: from
+  its start to its "caught up" log line (goal <= 10 s), and the objects it wrote (goal: none: the
+  InferenceServices', workloads' and Events' resourceVersions are compared);
+- the controller's RSS (goal <= 300 MB) and its CPU over 10 s idle afterwards (goal: about 0).
+
+The API server runs with its defaults (--max-requests-inflight 400, --max-mutating-requests-inflight
+200, API Priority and Fairness); the kubernetes Python client has no client-side rate limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import grpc
+from kubernetes import client, config, dynamic, watch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+os.environ.setdefault("POLICYD_SHARED", str(ROOT.parent / "shared"))
+
+from controller.manifests import NAMED_RUNTIME, named_isvc, named_model, named_runtime  # noqa: E402
+from testkit.shared import RULES  # noqa: E402
+
+from clients.controller.kube import LABEL_ISVC, WORKLOAD_KINDS  # noqa: E402
+from clients.controller.reconcile import Reconciler  # noqa: E402
+from clients.policyctl.conformance.daemons import serving  # noqa: E402
+from policyd.contract import policy_pb2 as pb  # noqa: E402
+from policyd.contract import policy_pb2_grpc, render_pb2_grpc  # noqa: E402
+from policyd.contract import resources_pb2 as rpb  # noqa: E402
+from policyd.resources import kinds as ome  # noqa: E402
+
+CLUSTER = ROOT / "tests" / "cluster"
+NAMESPACE, FLOOR_NAMESPACE = "scale", "scale-floor"
+GOAL_RATIO, GOAL_CATCH_UP, GOAL_RSS_MB = 2.0, 10.0, 300.0
+NEW_IMAGE = "docker.io/lmsysorg/sglang:v0.5.6-bench"
+ISVCS = ome.INFERENCE_SERVICE.plural
+
+
+@contextlib.contextmanager
+def control_plane(keep: Path | None) -> Iterator[Path]:
+    directory = keep or Path(tempfile.mkdtemp(prefix="policyd-controller-scale-"))
+    try:
+        subprocess.run(["bash", str(CLUSTER / "up.sh"), str(directory)], check=True, stdout=subprocess.DEVNULL)
+        yield directory
+    finally:
+        subprocess.run(["bash", str(CLUSTER / "down.sh"), str(directory)], check=False)
+        if keep is None:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+class Controller:
+    """A policy-controller process, its JSON log in a file."""
+
+    def __init__(self, kubeconfig: Path, policyd: str, renderer: str, log: Path, workers: int) -> None:
+        args = [sys.executable, "-m", "clients.controller.main", "--kubeconfig", str(kubeconfig)]
+        args += ["--policyd", policyd, "--renderer", renderer, "--leader-election-namespace", NAMESPACE]
+        args += ["--lease-duration", "3", "--workers", str(workers)]
+        self.log = log
+        self.started = time.time()
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+
+    def caught_up(self, timeout: float = 600) -> float:
+        """Seconds from the process's start to its "caught up" line."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.log.read_text().splitlines():
+                entry = json.loads(line) if line.startswith("{") else {}
+                if entry.get("msg") == "caught up" and entry["time"] >= self.started:
+                    return float(entry["time"]) - self.started
+            if self.proc.poll() is not None:
+                raise SystemExit(f"policy-controller exited {self.proc.returncode}; see {self.log}")
+            time.sleep(0.2)
+        raise SystemExit(f"policy-controller not caught up within {timeout}s; see {self.log}")
+
+    def rss_mb(self) -> tuple[float, float]:
+        """Resident now, and at most."""
+        fields = dict(
+            line.split(":", 1) for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines() if ":" in line
+        )
+        return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+    def cpu_seconds(self) -> float:
+        stat = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Watched:
+    """What a watch shows of one kind in NAMESPACE, kept up to date on a thread of its own."""
+
+    def __init__(self, list_call: Callable[..., Any], summary: Callable[[dict[str, Any]], Any], **kwargs: Any) -> None:
+        self.list_call, self.summary, self.kwargs = list_call, summary, kwargs
+        self.items: dict[str, Any] = {}
+        self.last_change = time.monotonic()
+        self._stop = threading.Event()
+        self._watch = watch.Watch()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        version = ""
+        while not self._stop.is_set():
+            try:
+                for event in self._watch.stream(
+                    self.list_call, resource_version=version, timeout_seconds=300, deserialize=False, **self.kwargs
+                ):
+                    obj = event["object"]
+                    version = obj["metadata"]["resourceVersion"]
+                    name = obj["metadata"]["name"]
+                    if event["type"] == "DELETED":
+                        self.items.pop(name, None)
+                    else:
+                        self.items[name] = self.summary(obj)
+                    self.last_change = time.monotonic()
+            except Exception:  # the connection broke, or the watch expired: watch again, from a listing
+                version = ""
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._watch.stop()
+
+
+def ready(isvc: dict[str, Any]) -> bool:
+    conditions = (isvc.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "RuntimeReady" and c.get("status") == "True" for c in conditions)
+
+
+def image(deployment: dict[str, Any]) -> str:
+    return str(deployment["spec"]["template"]["spec"]["containers"][0]["image"])
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> float:
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout:
+            raise SystemExit(f"not within {timeout}s: {what}")
+        time.sleep(0.05)
+    return time.monotonic()
+
+
+def isvc_named(i: int) -> dict[str, Any]:
+    isvc = copy.deepcopy(named_isvc())
+    isvc["metadata"] = {"name": f"llama-{i:05d}", "namespace": NAMESPACE}
+    isvc.pop("status", None)
+    return isvc
+
+
+def rendered_deployments(policyd: str, renderer: str, n: int) -> list[dict[str, Any]]:
+    """The Deployments the renderer makes for the N InferenceServices, as the controller asks for them."""
+    with grpc.insecure_channel(policyd) as p, grpc.insecure_channel(renderer) as r:
+        policy = policy_pb2_grpc.PolicyServiceStub(p)
+        objects = [rpb.Object(manifest=json.dumps(m)) for m in (named_model(), named_runtime())]
+        policy.ApplyObjects(pb.ApplyObjectsRequest(objects=objects, replace=True))
+        reconciler = Reconciler(policy, render_pb2_grpc.RendererServiceStub(r))
+        found = []
+        for i in range(n):
+            outcome = reconciler.reconcile(isvc_named(i))
+            (deployment,) = (w for w in outcome.workloads if w["kind"] == "Deployment")
+            meta = deployment["metadata"]
+            meta["namespace"] = FLOOR_NAMESPACE
+            meta["labels"] = {**meta.get("labels", {}), LABEL_ISVC: f"llama-{i:05d}"}
+            meta.pop("ownerReferences", None)  # no such InferenceService there
+            found.append(deployment)
+        policy.ApplyObjects(pb.ApplyObjectsRequest(replace=True))  # the controller fills it
+        return found
+
+
+def floor(api: client.ApiClient, deployments: list[dict[str, Any]]) -> float:
+    resource = dynamic.DynamicClient(api).resources.get(api_version="apps/v1", kind="Deployment")
+    started = time.monotonic()
+    for body in deployments:
+        resource.server_side_apply(
+            body=body,
+            name=body["metadata"]["name"],
+            namespace=FLOOR_NAMESPACE,
+            field_manager="floor",
+            force_conflicts=False,
+            serialize=False,
+        )
+    return time.monotonic() - started
+
+
+def versions(api: client.ApiClient) -> dict[tuple[str, str], str]:
+    """resourceVersion of every InferenceService, workload and Event in NAMESPACE."""
+    found: dict[tuple[str, str], str] = {}
+    listed = client.CustomObjectsApi(api).list_namespaced_custom_object(ome.GROUP, ome.VERSION, NAMESPACE, ISVCS)
+    found.update(
+        {("InferenceService", i["metadata"]["name"]): i["metadata"]["resourceVersion"] for i in listed["items"]}
+    )
+    resources = dynamic.DynamicClient(api).resources
+    for api_version, kind in (*WORKLOAD_KINDS, ("v1", "Event")):
+        with contextlib.suppress(Exception):  # a kind whose CRD is not there
+            items = json.loads(
+                resources.get(api_version=api_version, kind=kind).get(namespace=NAMESPACE, serialize=False).data
+            )
+            found.update({(kind, i["metadata"]["name"]): i["metadata"]["resourceVersion"] for i in items["items"]})
+    return found
+
+
+def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
+    kubeconfig = directory / "kubeconfig"
+    figures: dict[str, float] = {}
+    with contextlib.ExitStack() as stack:
+        policyd = stack.enter_context(
+            serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "error"], "127.0.0.1:0")
+        )
+        renderer = stack.enter_context(serving("clients.renderer.main", [], "unix:{tmp}/render.sock"))
+        configuration = client.Configuration()
+        config.load_kube_config(str(kubeconfig), client_configuration=configuration)
+        configuration.connection_pool_maxsize = 16
+        api = client.ApiClient(configuration)
+        core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+        for namespace in (NAMESPACE, FLOOR_NAMESPACE):
+            core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+        resources = dynamic.DynamicClient(api).resources
+        for manifest in (named_model(), named_runtime()):
+            resource = resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+            resource.server_side_apply(body=manifest, field_manager="kubectl", force_conflicts=True)
+
+        print(f"rendering {args.n} Deployments for the floor...", flush=True)
+        deployments = rendered_deployments(policyd, renderer, args.n)
+        figures["floor_s"] = floor(api, deployments)
+        print(f"floor: {args.n} Deployments server-side applied one after the other: {figures['floor_s']:.1f} s")
+
+        log = directory / "controller.log"
+        controller = Controller(kubeconfig, policyd, renderer, log, args.workers)
+        stack.callback(lambda: controllers[-1].stop())
+        controllers = [controller]
+        controller.caught_up()
+        isvcs = Watched(custom.list_namespaced_custom_object, ready, group=ome.GROUP, version=ome.VERSION,
+                        namespace=NAMESPACE, plural=ISVCS)  # fmt: skip
+        apps = client.AppsV1Api(api)
+        deploys = Watched(apps.list_namespaced_deployment, image, namespace=NAMESPACE, label_selector=LABEL_ISVC)
+        stack.callback(isvcs.stop)
+        stack.callback(deploys.stop)
+        time.sleep(1)  # the watches are up
+
+        started = time.monotonic()
+        with ThreadPoolExecutor(4) as pool:
+            list(
+                pool.map(
+                    lambda i: custom.create_namespaced_custom_object(
+                        ome.GROUP, ome.VERSION, NAMESPACE, ISVCS, isvc_named(i)
+                    ),
+                    range(args.n),
+                )
+            )
+        created = time.monotonic() - started
+        done = wait_for(
+            lambda: sum(isvcs.items.values()) == args.n and len(deploys.items) == args.n,
+            timeout=max(600, 20 * figures["floor_s"]),
+            what="every InferenceService RuntimeReady with its Deployment",
+        )
+        figures["create_s"] = done - started
+        print(
+            f"create: {args.n} InferenceServices (created in {created:.1f} s) RuntimeReady with their "
+            f"Deployments in {figures['create_s']:.1f} s: {figures['create_s'] / figures['floor_s']:.2f}x the floor "
+            f"(goal <= {GOAL_RATIO})",
+            flush=True,
+        )
+
+        wait_for(lambda: time.monotonic() - max(isvcs.last_change, deploys.last_change) > 3, 600, "settled")
+        newer = named_runtime()
+        newer["spec"]["engineConfig"]["runner"]["image"] = NEW_IMAGE
+        started = time.monotonic()
+        runtime = resources.get(api_version=newer["apiVersion"], kind=newer["kind"])
+        runtime.server_side_apply(body=newer, field_manager="kubectl", force_conflicts=True)
+        done = wait_for(
+            lambda: list(deploys.items.values()).count(NEW_IMAGE) == args.n,
+            timeout=max(600, 20 * figures["floor_s"]),
+            what=f"every Deployment following {NAMED_RUNTIME} on its new image",
+        )
+        figures["follow_s"] = done - started
+        print(
+            f"follow: a change of {NAMED_RUNTIME} in all {args.n} Deployments in {figures['follow_s']:.1f} s: "
+            f"{figures['follow_s'] / figures['floor_s']:.2f}x the floor (goal <= {GOAL_RATIO})",
+            flush=True,
+        )
+
+        wait_for(lambda: time.monotonic() - max(isvcs.last_change, deploys.last_change) > 5, 600, "settled")
+        before = versions(api)
+        controller.stop()
+        controller = Controller(kubeconfig, policyd, renderer, log, args.workers)
+        controllers.append(controller)
+        figures["catch_up_s"] = controller.caught_up()
+        time.sleep(2)  # anything it would still write
+        after = versions(api)
+        figures["rewritten"] = sum(1 for key, version in before.items() if after.get(key) != version)
+        figures["new_objects"] = len(after.keys() - before.keys())
+        print(
+            f"restart: caught up {figures['catch_up_s']:.1f} s after its start (goal <= {GOAL_CATCH_UP:g}); "
+            f"rewrote {figures['rewritten']:.0f} and created {figures['new_objects']:.0f} of {len(before)} objects "
+            "(goal: 0)",
+            flush=True,
+        )
+
+        used = controller.cpu_seconds()
+        time.sleep(10)
+        figures["idle_cpu_percent"] = (controller.cpu_seconds() - used) / 10 * 100
+        figures["rss_mb"], figures["peak_rss_mb"] = controller.rss_mb()
+        print(
+            f"controller: RSS {figures['rss_mb']:.0f} MB (peak {figures['peak_rss_mb']:.0f} MB, goal <= "
+            f"{GOAL_RSS_MB:g}); idle CPU {figures['idle_cpu_percent']:.1f}% of a core over 10 s",
+            flush=True,
+        )
+    return figures
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=1000, help="InferenceServices (default %(default)s)")
+    p.add_argument("--workers", type=int, default=8, help="the controller's --workers (default %(default)s)")
+    p.add_argument("--keep", type=Path, help="the control plane's directory, kept afterwards")
+    args = p.parse_args()
+    with control_plane(args.keep) as directory:
+        figures = measure(args, directory)
+    print(json.dumps({k: round(v, 3) for k, v in figures.items()}))
+
+
+if __name__ == "__main__":
+    main()
