@@ -9,7 +9,9 @@ import copy
 import os
 import signal
 import socket
+import subprocess
 import time
+from pathlib import Path
 
 import grpc
 from testkit.shared import RULES
@@ -119,6 +121,50 @@ def test_a_restarted_controller_rewrites_nothing(world: World) -> None:
         assert {name: world.isvc(name)["metadata"]["resourceVersion"] for name in before} == before
         assert {k: v["metadata"]["resourceVersion"] for n in before for k, v in world.workloads(n).items()} == workloads
         assert {(e.metadata.name, e.count) for n in before for e in world.events(n)} == events
+
+
+def _pid_serving(address: str) -> int:
+    """The renderer process serving ``address`` (the module's own)."""
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"clients.renderer.main" in args and address.encode() in args:
+                return int(proc.name)
+    raise LookupError(f"no renderer serving {address}")
+
+
+def _request_waiting_at(socket_path: str) -> bool:
+    """A connection to ``socket_path`` its stopped server has not accepted, or bytes it has not
+    read (a channel connects on its first call: a fresh controller's first render)."""
+    lines = subprocess.run(["ss", "-xan"], capture_output=True, text=True, check=True).stdout.splitlines()[1:]
+    return any(socket_path in line and int(line.split()[2]) > 0 for line in lines)
+
+
+def test_a_controller_stopped_in_the_middle_of_a_reconcile_finishes_it_rather_than_writing_unknown(
+    world: World,
+) -> None:
+    """SIGTERM while a render is in progress: the key finishes before the connections close (an
+    RPC cut short by closing its channel would be written as RuntimeReady Unknown, which the next
+    controller rewrites)."""
+    world.apply(auto_model())
+    world.apply(auto_runtime())
+    renderer = _pid_serving(world.renderer)
+    with running(world) as controller:
+        eventually(lambda: controller.logged("caught up"), what="caught up")
+        os.kill(renderer, signal.SIGSTOP)
+        try:
+            world.apply(auto_isvc())
+            socket_path = world.renderer.removeprefix("unix:")
+            eventually(lambda: _request_waiting_at(socket_path), what="a render waiting for the renderer")
+            controller.proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                controller.proc.wait(timeout=5)  # what closing the connections at once would have done
+        finally:
+            os.kill(renderer, signal.SIGCONT)
+        assert controller.proc.wait(timeout=30) == 0
+    condition = world.runtime_ready(AUTO_ISVC)
+    assert condition is not None and (condition["status"], condition["reason"]) == ("True", "RuntimeResolved")
+    assert controller.logged("stopped")
 
 
 def free_port() -> int:
