@@ -26,14 +26,12 @@ import contextlib
 import copy
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -46,6 +44,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("POLICYD_SHARED", str(ROOT.parent / "shared"))
 
 from controller.manifests import NAMED_RUNTIME, named_isvc, named_model, named_runtime  # noqa: E402
+from testkit.cluster import control_plane  # noqa: E402
 from testkit.shared import RULES  # noqa: E402
 
 from clients.controller.kube import LABEL_ISVC, WORKLOAD_KINDS  # noqa: E402
@@ -56,23 +55,10 @@ from policyd.contract import policy_pb2_grpc, render_pb2_grpc  # noqa: E402
 from policyd.contract import resources_pb2 as rpb  # noqa: E402
 from policyd.resources import kinds as ome  # noqa: E402
 
-CLUSTER = ROOT / "tests" / "cluster"
 NAMESPACE, FLOOR_NAMESPACE = "scale", "scale-floor"
 GOAL_RATIO, GOAL_CATCH_UP, GOAL_RSS_MB = 2.0, 10.0, 300.0
 NEW_IMAGE = "docker.io/lmsysorg/sglang:v0.5.6-bench"
 ISVCS = ome.INFERENCE_SERVICE.plural
-
-
-@contextlib.contextmanager
-def control_plane(keep: Path | None) -> Iterator[Path]:
-    directory = keep or Path(tempfile.mkdtemp(prefix="policyd-controller-scale-"))
-    try:
-        subprocess.run(["bash", str(CLUSTER / "up.sh"), str(directory)], check=True, stdout=subprocess.DEVNULL)
-        yield directory
-    finally:
-        subprocess.run(["bash", str(CLUSTER / "down.sh"), str(directory)], check=False)
-        if keep is None:
-            shutil.rmtree(directory, ignore_errors=True)
 
 
 class Controller:
@@ -349,7 +335,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=8, help="the controller's --workers (default %(default)s)")
     p.add_argument("--keep", type=Path, help="the control plane's directory, kept afterwards")
     args = p.parse_args()
-    with control_plane(args.keep) as directory:
+    with control_plane(args.keep, "policyd-controller-scale-") as directory:
         figures = measure(args, directory)
     print(json.dumps({k: round(v, 3) for k, v in figures.items()}))
 

@@ -25,13 +25,11 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import socket
 import ssl
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -47,6 +45,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("POLICYD_SHARED", str(ROOT.parent / "shared"))
 
 from controller.manifests import named_isvc, named_model, named_runtime  # noqa: E402
+from testkit.cluster import control_plane  # noqa: E402
 from testkit.shared import RULES  # noqa: E402
 from webhook.cluster_support import Kubectl, closed_port, registered, registrations  # noqa: E402
 from webhook.support import PATHS, admission_review, running_webhook, serving_certs  # noqa: E402
@@ -55,22 +54,9 @@ from clients.policyctl.conformance.daemons import serving  # noqa: E402
 from policyd.contract import policy_pb2 as pb  # noqa: E402
 from policyd.contract import policy_pb2_grpc  # noqa: E402
 
-CLUSTER = ROOT / "tests" / "cluster"
 WITH, WITHOUT = "webhook-bench", "webhook-bench-none"  # the namespace the webhooks select, and not
 SUFFIX = "bench"
 GOAL_APPLY, GOAL_REVIEW = 1.5, 2.0
-
-
-@contextlib.contextmanager
-def control_plane(keep: Path | None) -> Iterator[Path]:
-    directory = keep or Path(tempfile.mkdtemp(prefix="policyd-webhook-bench-"))
-    try:
-        subprocess.run(["bash", str(CLUSTER / "up.sh"), str(directory)], check=True, stdout=subprocess.DEVNULL)
-        yield directory
-    finally:
-        subprocess.run(["bash", str(CLUSTER / "down.sh"), str(directory)], check=False)
-        if keep is None:
-            shutil.rmtree(directory, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -256,7 +242,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="the control plane's directory (default: a new temporary one)")
     args = parser.parse_args()
     load = os.getloadavg()
-    with control_plane(args.keep) as directory:
+    with control_plane(args.keep, "policyd-webhook-bench-") as directory:
         figures = measure(args, directory)
     print(f"\nload average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     for key, value in figures.items():

@@ -8,8 +8,10 @@ import base64
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
@@ -99,6 +101,20 @@ def accepted_by_a_dry_run(
         kubernetes_validate.validate(doc, "1.32", strict=True)
         resource = resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
         resource.server_side_apply(body=doc, field_manager=manager, dry_run="All")
+
+
+@contextlib.contextmanager
+def control_plane(keep: Path | None, prefix: str) -> Iterator[Path]:
+    """A control plane of its own, for a benchmark: in ``keep`` (left there), else in a new
+    temporary directory (removed). Stopped at the end whatever happened."""
+    cluster = Cluster(keep or Path(tempfile.mkdtemp(prefix=prefix)))
+    try:
+        cluster.up()
+        yield cluster.directory
+    finally:
+        subprocess.run(["bash", str(SCRIPTS / "down.sh"), str(cluster.directory)], check=False)
+        if keep is None:
+            shutil.rmtree(cluster.directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
