@@ -20,6 +20,10 @@ from policyd.contract import resources_pb2 as rpb
 log = logging.getLogger("policyd.webhook")
 # the StatusCode of a policyd that was not reached (DEADLINE_EXCEEDED is told apart: it names the time)
 NOT_ANSWERED = frozenset({grpc.StatusCode.UNAVAILABLE})
+# The API server has checked the object against its CRD's schema (and pruned what it does not
+# declare) before it asks, as it did the objects read from it: policyd's own field validation
+# would only repeat that, and its warnings travel in trailers no review carries
+NO_FIELD_VALIDATION = (("policyd-field-validation", "Ignore"),)
 
 
 class Failed(Exception):
@@ -80,7 +84,7 @@ class Reviewer:
     def _admit(self, request: pb.AdmitRequest, deadline: float) -> pb.AdmitResponse:
         timeout = self._timeout(deadline)
         try:
-            reply: pb.AdmitResponse = self.policy.Admit(request, timeout=timeout)
+            reply: pb.AdmitResponse = self.policy.Admit(request, timeout=timeout, metadata=NO_FIELD_VALIDATION)
         except grpc.RpcError as err:
             raise Failed(self._failed(err, timeout)) from err
         return reply
@@ -88,7 +92,7 @@ class Reviewer:
     def _default(self, request: pb.DefaultRequest, deadline: float) -> pb.DefaultResponse:
         timeout = self._timeout(deadline)
         try:
-            reply: pb.DefaultResponse = self.policy.Default(request, timeout=timeout)
+            reply: pb.DefaultResponse = self.policy.Default(request, timeout=timeout, metadata=NO_FIELD_VALIDATION)
         except grpc.RpcError as err:
             raise Failed(self._failed(err, timeout)) from err
         return reply
