@@ -23,7 +23,7 @@ from clients.controller.operator import lead
 from clients.controller.reconcile import Reconciler
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.exiting import exit_now
-from policyd.server.observability import configure_logging
+from policyd.logs import configure_logging
 
 log = logging.getLogger("policyd.controller")
 

@@ -26,7 +26,7 @@ from clients.webhook.server import WebhookServer
 from policyd.contract import policy_pb2_grpc
 from policyd.exiting import exit_now
 from policyd.grpc_process import announce
-from policyd.server.observability import configure_logging
+from policyd.logs import configure_logging
 
 log = logging.getLogger("policyd.webhook")
 # seconds a policyd call may take: two calls (read-your-writes) and the GETs between them fit in

@@ -32,6 +32,7 @@ from policyd.grpc_process import (
     stop_signal,
     wait_for_stop_signal,
 )
+from policyd.logs import configure_logging
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.server import observability as obs
 from policyd.server.authz import Authorizer, AuthzError
@@ -269,7 +270,7 @@ def _decision_log(path: Path | None) -> obs.DecisionLog:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    obs.configure_logging(args.log_level, args.log_format)
+    configure_logging(args.log_level, args.log_format)
     try:
         if args.processes > 1 and args.journal is None:
             return supervise(sys.argv[1:] if argv is None else argv, args)
