@@ -19,6 +19,9 @@ from clients.tls_faults import TlsFault, check_files, diagnose
 from clients.tls_faults import TlsFlagError as TlsFlagError
 
 DEFAULT_TIMEOUT = 60.0  # seconds a call may take unless --request-timeout says otherwise
+# the call metadata policyd reads a request's field validation from (Strict, Warn or Ignore), and
+# the trailer it sends the warnings in (policyd/server/fieldcheck.py)
+VALIDATION_KEY, WARNING_KEY = "policyd-field-validation", "policyd-warning"
 
 
 @dataclass(frozen=True)

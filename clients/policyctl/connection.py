@@ -14,7 +14,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from clients.channels import Connection
+from clients.channels import VALIDATION_KEY, WARNING_KEY, Connection
 from clients.tls_faults import TlsFault
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
@@ -22,8 +22,6 @@ from policyd.contract import resources_pb2 as rpb
 
 DEFAULT_ADDRESS = os.environ.get("POLICYD_ADDRESS", "127.0.0.1:50051")
 DEFAULT_RENDERER = os.environ.get("POLICY_RENDER_ADDRESS", "unix:/tmp/policy-render.sock")
-VALIDATION_KEY = "policyd-field-validation"  # as policyd.server.fieldcheck reads it
-WARNING_KEY = "policyd-warning"
 Resp = TypeVar("Resp", bound=Message)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import grpc
 
+from clients.channels import VALIDATION_KEY
 from clients.tls_faults import TlsFault
 from clients.webhook.cluster_reads import ClusterReads
 from clients.webhook.review import ALLOWED, ALWAYS_ALLOWED, Answer, Request
@@ -23,7 +24,7 @@ NOT_ANSWERED = frozenset({grpc.StatusCode.UNAVAILABLE})
 # The API server has checked the object against its CRD's schema (and pruned what it does not
 # declare) before it asks, as it did the objects read from it: policyd's own field validation
 # would only repeat that, and its warnings travel in trailers no review carries
-NO_FIELD_VALIDATION = (("policyd-field-validation", "Ignore"),)
+NO_FIELD_VALIDATION = ((VALIDATION_KEY, "Ignore"),)
 
 
 class Failed(Exception):
