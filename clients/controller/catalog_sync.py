@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import grpc
 
@@ -73,15 +73,13 @@ class CatalogSync:
                 except grpc.RpcError as err:
                     if not _refused(err):
                         raise
-                    # one refused object fails the whole request: find which, then replace without them
-                    for key, item in list(accepted.items()):
-                        try:
-                            self.policy.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=item[0])]))
-                        except grpc.RpcError as one:
-                            if not _refused(one):
-                                raise
-                            self._log_refusal(key, item, one)
-                            del accepted[key]
+                    # find which, then replace without them
+                    self._drop_refused(
+                        accepted,
+                        lambda _, item: self.policy.ApplyObjects(
+                            pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=item[0])])
+                        ),
+                    )
                     self._replace(accepted)
             except grpc.RpcError as err:
                 raise Unavailable("policyd", self.address, err) from err
@@ -126,18 +124,12 @@ class CatalogSync:
             except grpc.RpcError as err:
                 if not _refused(err):
                     raise
-                # one refused object fails the whole request: one by one, to know which
-                for key, item in chunk.items():
-                    try:
-                        self._apply({key: item})
-                    except grpc.RpcError as one:
-                        if not _refused(one):
-                            raise
-                        # What policyd refuses (as OME's webhook would) is not in the catalog, nor an
-                        # older version of it: deciding on a version the cluster no longer has would be wrong.
-                        self._log_refusal(key, item, one)
-                        gone.append(key)
-                        del items[key]
+                # What policyd refuses (as OME's webhook would) is not in the catalog, nor an older
+                # version of it: deciding on a version the cluster no longer has would be wrong.
+                refused = self._drop_refused(dict(chunk), lambda key, item: self._apply({key: item}))
+                for key in refused:
+                    del items[key]
+                gone += refused
             changed += [key for key in chunk if key in items]
         return changed + self._delete(gone)
 
@@ -157,6 +149,23 @@ class CatalogSync:
             )
             self._record(self.policy.DeleteObjects(request).catalog_revision)
         return [key for key in keys if self._pushed.pop(key, None) is not None]
+
+    def _drop_refused(
+        self, items: dict[CatalogKey, Item], apply: Callable[[CatalogKey, Item], object]
+    ) -> list[CatalogKey]:
+        """One refused object fails a whole request: ``apply`` each of ``items`` alone to know which.
+        Those policyd refuses are logged and taken out of ``items``; returns their keys."""
+        refused = []
+        for key, item in list(items.items()):
+            try:
+                apply(key, item)
+            except grpc.RpcError as err:
+                if not _refused(err):
+                    raise
+                self._log_refusal(key, item, err)
+                del items[key]
+                refused.append(key)
+        return refused
 
     def _log_refusal(self, key: CatalogKey, item: Item, err: grpc.RpcError) -> None:
         self._refused[key] = item[1]
