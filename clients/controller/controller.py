@@ -69,6 +69,9 @@ class Controller:
         self.policyd_down: Unavailable | None = None  # the last failure to reach policyd, until an audit succeeds
         self._audit_pending = False  # to log a relisting once, not once per object
         self._watched: set[CatalogKey] = set()  # catalog objects a watch has shown: listed again, a gap
+        # kinds a watch has shown an event of: any listing of them after that is a gap too (its
+        # objects may all be new, the ones it showed deleted in the gap)
+        self._evented: set[str] = set()
 
     # --- observations (the event loop's thread)
 
@@ -97,8 +100,10 @@ class Controller:
             self._seq += 1
             self._catalog[ckey] = (self._seq, None if deleted else obj)
             self._unsynced.add(ckey)
-            seen = ckey in self._watched
+            seen = ckey in self._watched or ckey[0] in self._evented
             (self._watched.discard if deleted else self._watched.add)(ckey)
+            if event_type is not None:
+                self._evented.add(ckey[0])
         keys: list[Key] = [CATALOG]
         if event_type is None and seen and self.catalog_ready:
             # the watch listed an object it had shown again: it listed again after a gap (410 Gone),
