@@ -45,8 +45,9 @@ def test_spec_002_a_named_runtime_builds_the_engine_with_its_serving_runtime_lab
         world.apply(named_isvc())
         condition = eventually(lambda: resolved(world, NAMED_ISVC), what="RuntimeReady")
         assert (condition["status"], condition["message"]) == ("True", f"ClusterServingRuntime {NAMED_RUNTIME}")
-        workloads = eventually(lambda: world.workloads(NAMED_ISVC), what="the engine Deployment")
-        deployment = workloads[("Deployment", f"{NAMED_ISVC}-engine")]
+        # the rendered objects are applied one by one: wait for the one this story is about
+        engine = ("Deployment", f"{NAMED_ISVC}-engine")
+        deployment = eventually(lambda: world.workloads(NAMED_ISVC).get(engine), what="the engine Deployment")
         assert deployment["metadata"]["labels"]["serving-runtime"] == NAMED_RUNTIME
         assert deployment["metadata"]["labels"]["component"] == "engine"
         template = deployment["spec"]["template"]["metadata"]["labels"]
@@ -66,7 +67,8 @@ def test_spec_002_a_deleted_runtime_gives_runtime_not_found_and_the_workload_is_
     with running(world):
         world.apply(named_isvc())
         eventually(lambda: resolved(world, NAMED_ISVC), what="RuntimeResolved")
-        deployment = eventually(lambda: world.workloads(NAMED_ISVC))[("Deployment", f"{NAMED_ISVC}-engine")]
+        engine = ("Deployment", f"{NAMED_ISVC}-engine")
+        deployment = eventually(lambda: world.workloads(NAMED_ISVC).get(engine), what="the engine Deployment")
 
         world.delete("ClusterServingRuntime", NAMED_RUNTIME)
         condition = eventually(
@@ -77,7 +79,7 @@ def test_spec_002_a_deleted_runtime_gives_runtime_not_found_and_the_workload_is_
         (event,) = eventually(lambda: world.events(NAMED_ISVC, "RuntimeNotFound"))
         assert (event.type, event.message) == ("Warning", NOT_FOUND)
         # it stops updating the serving workload, but running pods keep serving
-        kept = world.workloads(NAMED_ISVC)[("Deployment", f"{NAMED_ISVC}-engine")]
+        kept = world.workloads(NAMED_ISVC)[engine]
         assert kept["metadata"]["resourceVersion"] == deployment["metadata"]["resourceVersion"]
 
         world.apply(named_runtime())
