@@ -2,7 +2,7 @@
 snapshots changed incrementally) answers exactly as the plain path, which judges every runtime
 in scope: the OME catalog and synthetic ones (tests/testkit/synthetic.py), every model x every
 InferenceService shape, Select and Explain (of an InferenceService and of a model alone), in
-the basic and the full view, and Effective, compared as encoded responses; with the bundled
+the basic and the full view, Effective and Admit, compared as encoded responses; with the bundled
 rules, with rules that test fields no bundled rule tests, and with the example organisation
 policies (labels, images, points)."""
 
@@ -82,6 +82,7 @@ def _requests() -> Iterator[tuple[str, Message]]:
             yield f"Select {label}", pb.SelectRequest(inference_service=isvc, view=pb.VERDICT_VIEW_FULL)
             yield f"Explain {label}", pb.ExplainRequest(inference_service=isvc, view=pb.VERDICT_VIEW_FULL)
             yield f"Effective {label}", pb.EffectiveRequest(inference_service=isvc)
+            yield f"Admit {label}", pb.AdmitRequest(object=rpb.Object(manifest=isvc.manifest))
         for namespace in ("default", "team-6"):
             subject = pb.ModelSubject(model=rpb.ModelRef(name=name), namespace=namespace)
             yield f"Explain model {name} in {namespace}", pb.ExplainRequest(model=subject, view=pb.VERDICT_VIEW_FULL)
@@ -92,6 +93,7 @@ def _answer(servicer: PolicyServicer, request: Message, revision: Revision, cata
         pb.SelectRequest: servicer._select,
         pb.ExplainRequest: servicer._explain,
         pb.EffectiveRequest: servicer._effective,
+        pb.AdmitRequest: servicer._admit,
     }[type(request)]
     answer = handler(request, revision, catalog, FieldCheck())  # type: ignore[operator]
     message = answer.message() if isinstance(answer, Encoded) else answer
