@@ -197,11 +197,16 @@ def limited() -> Iterator[str]:
         "200000",
         "--call-timeout",
         "0.001",
-        "--max-concurrent-rpcs",
-        "1",
-        "--workers",
-        "1",
     ]
+    with serving("policyd.server.main", args, "127.0.0.1:0") as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def one_at_a_time() -> Iterator[str]:
+    """A daemon serving one call at a time (a daemon of its own: the limit would also refuse the
+    other tests' calls while the last call's end is still being processed)."""
+    args = ["--rules", str(RULES), "--log-level", "warning", "--max-concurrent-rpcs", "1", "--workers", "1"]
     with serving("policyd.server.main", args, "127.0.0.1:0") as served:
         yield served
 
@@ -228,9 +233,13 @@ def test_a_call_past_its_deadline_is_deadline_exceeded(limited: str) -> None:
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED and "deadline" in details
 
 
-def test_calls_beyond_the_concurrency_limit_are_resource_exhausted(limited: str) -> None:
+# a thousand YAML parses: a call in progress for far longer than starting the others takes
+BUSY_OBJECTS = [rpb.Object(manifest=yaml.safe_dump(RUNTIME))] * 1000
+
+
+def test_calls_beyond_the_concurrency_limit_are_resource_exhausted(one_at_a_time: str) -> None:
     codes: list[grpc.StatusCode] = []
-    call = _select(limited, *SLOW_OBJECTS)
+    call = _select(one_at_a_time, *BUSY_OBJECTS)
 
     def one() -> None:
         try:
@@ -244,5 +253,5 @@ def test_calls_beyond_the_concurrency_limit_are_resource_exhausted(limited: str)
         t.start()
     for t in threads:
         t.join()
-    assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes
-    assert set(codes) <= {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED}
+    assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes and grpc.StatusCode.OK in codes
+    assert set(codes) <= {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.OK}
