@@ -69,7 +69,9 @@ def admit_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision, fas
     if not engine:
         return _denied(revision, catalog, isvc, refusals[0]) if refusals else Admission(None)
     if isvc.runtime is not None:
-        resolution = orchestrator.resolve_reviewed(revision, catalog, subject, base, refusals, admission=True)
+        resolution = orchestrator.resolve_reviewed(
+            revision, catalog, subject, base, refusals, admission=True, fast=fast
+        )
         if resolution.refusal is not None:
             return _denied(revision, catalog, isvc, resolution.refusal)
         return Admission(None, (resolution.warning,) if resolution.warning else ())

@@ -14,7 +14,7 @@ from policyd.decision.candidates import Planner, index_for, selectable_candidate
 from policyd.decision.diffusers_effective import DiffusersEffective, backend_effective
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import rank
-from policyd.decision.shared import Encodings, SharedVerdicts
+from policyd.decision.shared import Encodings, NamedVerdicts, SharedVerdicts
 from policyd.decision.verdicts import RuntimeVerdict
 from policyd.errors import InvalidInput
 from policyd.facts.derive import (
@@ -103,6 +103,7 @@ class Effective:
 _PER_REVISION = 4  # revisions whose planners and shared verdicts are kept (the serving one, and reloads)
 _planners: dict[str, Planner] = {}
 _shared: dict[str, SharedVerdicts] = {}
+_named: dict[str, NamedVerdicts] = {}
 
 
 def _of_revision(cache: dict[str, T], revision: Revision, make: Callable[[Revision], T]) -> T:
@@ -122,10 +123,15 @@ def _shared_verdicts(revision: Revision) -> SharedVerdicts:
     return _of_revision(_shared, revision, lambda r: SharedVerdicts(r.policy))
 
 
+def _named_verdicts(revision: Revision) -> NamedVerdicts:
+    return _of_revision(_named, revision, lambda r: NamedVerdicts(r.policy))
+
+
 def retire(revision: Revision) -> None:
     """Forget what decisions at ``revision`` memoised: nothing decides at it any more."""
     _planners.pop(revision.id, None)
     _shared.pop(revision.id, None)
+    _named.pop(revision.id, None)
 
 
 def prepare(revision: Revision, catalog: Catalog) -> None:
@@ -394,14 +400,23 @@ def resolve_reviewed(
     refusals: Sequence[Refusal],
     mode: str = "v1.3",
     admission: bool = False,
+    fast: bool = False,
 ) -> Resolution:
-    """Resolve, from what ``review`` made; ``admission`` keeps only the refusals the webhook makes."""
+    """Resolve, from what ``review`` made; ``admission`` keeps only the refusals the webhook makes;
+    ``fast`` judges the named runtime once per shape of request (decision/shared.py)."""
     policy = revision.policy
     isvc = subject.isvc
     assert isvc is not None
     runtime = lookup(catalog, isvc, mode)
     candidates = list(refusals)
-    verdict = _judge(revision, subject, base, [runtime], named=True)[0] if runtime else None
+    verdict = None
+    if runtime is not None:
+        named_runtime = runtime
+
+        def judge() -> RuntimeVerdict:
+            return _judge(revision, subject, base, [named_runtime], named=True)[0]
+
+        verdict = _named_verdicts(revision).judged(subject, base, runtime, judge) if fast else judge()
     if verdict is not None and (named := verdict.named_refusal()) is not None:
         candidates.append(named)
     if admission:

@@ -19,6 +19,9 @@ reasons, worked out, and its checks' effects and kinds), not the fact records it
 from, which take most of a verdict's memory. A request that would fill more than a quarter of
 the bound at once is judged and not kept: keeping it would only push out what others reuse,
 and making a verdict keepable costs about as much again as judging it.
+
+A named runtime's verdict (the webhook's review of an InferenceService naming one) is kept
+whole by ``NamedVerdicts``: its refusal and warning print from its record.
 """
 
 from __future__ import annotations
@@ -308,3 +311,43 @@ class SharedVerdicts:
                 _, (gone, _) = self._by_request.popitem(last=False)
                 self._count -= len(gone)
             return wires
+
+
+NAMED_VERDICTS = 1024  # (runtime, request key) pairs: a cluster names few runtimes, in few shapes of request
+
+
+class NamedVerdicts:
+    """A named runtime's verdict by the runtime's digest and a request key, judged once. Kept
+    whole, record and all: a named runtime's refusal and warning print from its record (kinds'
+    refusals, rules' own, advisories), so the request key holds every request fact a template
+    of its runtime and entry rules, groups, kinds or messages prints, besides those they test.
+    A review of an InferenceService under a new name (each ``kubectl apply`` of one) then reads
+    the verdict of its shape."""
+
+    def __init__(self, policy: Policy, kept: int = NAMED_VERDICTS) -> None:
+        judged = [r for r in policy.rules if r.applies_to in (RUNTIME, ENTRY)]  # what renders from its record
+        printed = {name for template in policy.templates(judged) for name in placeholders(template)}
+        facts = fields_that_matter(policy).tested | (printed & FIELDS.keys())
+        self._request_values = reader(sorted(f for f in facts if FIELDS[f].scope in (REQUEST, MODEL)))
+        self._kept = kept
+        self._verdicts: OrderedDict[Key, RuntimeVerdict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def judged(
+        self, subject: Subject, base: Record, runtime: ServingRuntime, judge: Callable[[], RuntimeVerdict]
+    ) -> RuntimeVerdict:
+        isvc = subject.isvc.shape if subject.isvc is not None else ""
+        model = subject.model.digest if subject.model else ""
+        key = (runtime.digest, model, isvc, self._request_values(base))
+        with self._lock:
+            verdict = self._verdicts.get(key)
+            if verdict is not None:
+                self._verdicts.move_to_end(key)
+        if verdict is None:
+            verdict = judge()
+            with self._lock:
+                self._verdicts[key] = verdict
+                while len(self._verdicts) > self._kept:
+                    self._verdicts.popitem(last=False)
+        # judged on an equal runtime of an earlier catalog: this one is its own
+        return verdict if verdict.runtime is runtime else verdict.on(runtime)

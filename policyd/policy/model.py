@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,3 +119,16 @@ class Policy:
 
     def group(self, group_id: str) -> Group:
         return next(g for g in self.groups if g.id == group_id)
+
+    def templates(self, rules: Iterable[Rule] | None = None) -> Iterator[str]:
+        """Every template the policy prints with: of ``rules`` (default: all of them), of its
+        groups and kinds, and its messages."""
+        for rule in self.rules if rules is None else rules:
+            yield from (rule.reason, rule.refusal, rule.condition_message, rule.field, rule.component)
+            yield from (rule.model_value, rule.runtime_value, rule.advisory)
+        for group in self.groups:
+            yield from (group.component, group.advisory)
+            if group.entries is not None:
+                yield from (group.entries.reason, group.entries.empty)
+        yield from (kind.refusal for kind in self.kinds.values())
+        yield from self.messages.values()

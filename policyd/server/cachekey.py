@@ -33,17 +33,6 @@ def _readers(policy: Policy) -> Iterator[Rule]:
     return (rule for rule in policy.rules if not _about_invalid_names(rule))
 
 
-def _templates(policy: Policy) -> Iterator[str]:
-    for rule in _readers(policy):
-        yield from (rule.reason, rule.refusal, rule.condition_message, rule.field, rule.component)
-        yield from (rule.model_value, rule.runtime_value, rule.advisory)
-    for group in policy.groups:
-        yield from (group.component, group.advisory)
-        if group.entries is not None:
-            yield from (group.entries.reason, group.entries.empty)
-    yield from policy.messages.values()
-
-
 _READS: dict[str, bool] = {}
 
 
@@ -54,7 +43,7 @@ def reads_name(policy: Policy) -> bool:
         if len(_READS) > 16:
             _READS.clear()
         found = _READS[policy.revision] = any(NAME_FIELD in rule.fields for rule in _readers(policy)) or any(
-            NAME_FIELD in placeholders(t) for t in _templates(policy)
+            NAME_FIELD in placeholders(t) for t in policy.templates(_readers(policy))
         )
     return found
 

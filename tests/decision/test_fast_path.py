@@ -2,7 +2,8 @@
 snapshots changed incrementally) answers exactly as the plain path, which judges every runtime
 in scope: the OME catalog and synthetic ones (tests/testkit/synthetic.py), every model x every
 InferenceService shape, Select and Explain (of an InferenceService and of a model alone), in
-the basic and the full view, Effective and Admit, compared as encoded responses; with the bundled
+the basic and the full view, Effective and Admit (also of InferenceServices naming runtimes,
+under two names each, asked twice), compared as encoded responses; with the bundled
 rules, with rules that test fields no bundled rule tests, and with the example organisation
 policies (labels, images, points)."""
 
@@ -88,6 +89,25 @@ def _requests() -> Iterator[tuple[str, Message]]:
             yield f"Explain model {name} in {namespace}", pb.ExplainRequest(model=subject, view=pb.VERDICT_VIEW_FULL)
 
 
+NAMED_SAMPLE = 40  # runtimes named, spread over the catalog
+
+
+def _named_requests(catalog: Catalog) -> Iterator[tuple[str, Message]]:
+    """Admit of InferenceServices naming runtimes of ``catalog``, of each model, in namespaces
+    the rules tell apart, each under two names and asked twice (a named runtime's verdict is
+    kept by the shape of request, not by its name)."""
+    keys = sorted(catalog.runtimes)
+    for model in _models():
+        for kind, _, runtime in keys[:: max(1, len(keys) // NAMED_SAMPLE)]:
+            for namespace in ("default", "team-7", "team-8"):
+                for name in ("chat", "chat", "assistant", "assistant"):
+                    spec = {"model": {"name": model["metadata"]["name"]}, "runtime": {"name": runtime, "kind": kind}}  # type: ignore[index]
+                    doc = {"kind": "InferenceService", "metadata": {"name": name, "namespace": namespace}}
+                    doc["spec"] = {**spec, "engine": {"minReplicas": 1}}
+                    label = f"Admit {name} in {namespace} naming {kind} {runtime}"
+                    yield label, pb.AdmitRequest(object=rpb.Object(manifest=json.dumps(doc)))
+
+
 def _answer(servicer: PolicyServicer, request: Message, revision: Revision, catalog: Catalog) -> bytes:
     handler = {
         pb.SelectRequest: servicer._select,
@@ -141,8 +161,8 @@ def test_fast_path_answers_every_request_as_the_plain_path(
     revision = revisions[rules]
     fast = PolicyServicer(None, DecisionLog(None), fast=True)  # type: ignore[arg-type]
     plain = PolicyServicer(None, DecisionLog(None), fast=False)  # type: ignore[arg-type]
-    requests = list(_requests())
     first = _catalog(catalog)
+    requests = [*_requests(), *_named_requests(first)]
     prepare(revision, first)  # as the daemon does on loading: carried over to the changed snapshot
     for snapshot in (first, _changed(first)):
         differ = []
