@@ -1,7 +1,7 @@
-"""policyd's answer for an InferenceService — Resolve when it names its runtime, else
-Select, and then Effective for the mode of each component — and the render request built from
-that answer. policyctl render, the conformance runner and the controller all go from decision to
-workloads this way, so the renderer renders the modes policyd decided."""
+"""policyd's decision for an InferenceService (its Decide call: the runtime it names or the
+one selected, or the refusal; each component's mode and accelerator class) and the render
+request built from it. policyctl render, the conformance runner and the controller all go from
+decision to workloads this way, so the renderer renders what policyd decided."""
 
 from __future__ import annotations
 
@@ -22,35 +22,26 @@ class PolicyCalls(Protocol):
     """The calls a decision needs: a PolicyServiceStub, or a client that wraps one (policyctl's
     adds the field-validation choice and keeps the daemon's warnings)."""
 
-    def Select(self, request: pb.SelectRequest) -> pb.SelectResponse: ...
-    def Resolve(self, request: pb.ResolveRequest) -> pb.ResolveResponse: ...
-    def Effective(self, request: pb.EffectiveRequest) -> pb.EffectiveResponse: ...
+    def Decide(self, request: pb.DecideRequest) -> pb.DecideResponse: ...
     def GetObjects(self, request: pb.GetObjectsRequest) -> pb.GetObjectsResponse: ...
 
 
 @dataclass(frozen=True)
 class Decision:
     isvc: Mapping[str, Any]
-    resolved: pb.ResolveResponse | None  # when the InferenceService names its runtime
-    selected: pb.SelectResponse | None  # otherwise
-    effective: pb.EffectiveResponse | None  # the components' modes; asked only when there is no problem
+    answer: pb.DecideResponse
 
     @property
     def problem(self) -> str:
-        """Why no runtime can be used (a rejection, RuntimeNotFound, or OME's no-runtime message); empty otherwise."""
-        if self.resolved is not None:
-            return self.resolved.rejection.message or self.resolved.rejection.condition_message
-        assert self.selected is not None
-        return "" if self.selected.ranking else self.selected.error
+        """Why no runtime can be used, in policyd's words; empty otherwise."""
+        if not self.answer.HasField("rejection"):
+            return ""
+        return self.answer.rejection.message or self.answer.rejection.condition_message
 
     @property
     def runtime(self) -> tuple[str, str, int]:
         """(kind, name, matched entry index) of the runtime to use; only when there is no problem."""
-        if self.resolved is not None:
-            return self.resolved.runtime_kind, self.resolved.runtime, self.resolved.entry_index
-        assert self.selected is not None
-        top = self.selected.ranking[0]
-        return top.kind, top.name, top.entry_index
+        return self.answer.runtime_kind, self.answer.runtime, self.answer.entry_index
 
 
 def isvc_input(isvc: Mapping[str, Any]) -> rpb.InferenceServiceInput:
@@ -63,17 +54,8 @@ def decide(
     catalog: pb.RequestCatalog | None = None,
     lookup: str = "",
 ) -> Decision:
-    request = isvc_input(isvc)
-    resolved, selected = None, None
-    if ((isvc.get("spec") or {}).get("runtime") or {}).get("name"):
-        resolved = policy.Resolve(pb.ResolveRequest(inference_service=request, catalog=catalog, lookup=lookup))
-    else:
-        selected = policy.Select(pb.SelectRequest(inference_service=request, catalog=catalog))
-    decision = Decision(isvc, resolved, selected, None)
-    if decision.problem:
-        return decision
-    effective = policy.Effective(pb.EffectiveRequest(inference_service=request, catalog=catalog, lookup=lookup))
-    return Decision(isvc, resolved, selected, effective)
+    request = pb.DecideRequest(inference_service=isvc_input(isvc), catalog=catalog, lookup=lookup)
+    return Decision(isvc, policy.Decide(request))
 
 
 def from_catalog(policy: PolicyCalls) -> Manifests:
@@ -89,11 +71,12 @@ def from_catalog(policy: PolicyCalls) -> Manifests:
 
 
 def render_request(
-    decision: Decision, manifests: Manifests, accelerator_classes: Mapping[str, str] | None = None
+    decision: Decision, manifests: Manifests, placed: Mapping[str, str] | None = None
 ) -> render_pb2.RenderRequest:
     """What the renderer needs for a decision without a problem: the InferenceService, the
-    chosen runtime and the base model as manifests, the matched entry, the accelerator classes,
-    and each component's mode (with its error) from the Effective answer."""
+    chosen runtime and the base model as manifests, the matched entry, each component's mode
+    (with its error) and accelerator class as policyd decided them; ``placed``: the classes the
+    components were placed on, where the caller knows (policyctl --accelerator-class)."""
     isvc = decision.isvc
     spec, namespace = isvc.get("spec") or {}, (isvc.get("metadata") or {}).get("namespace", "")
     kind, name, entry = decision.runtime
@@ -101,14 +84,15 @@ def render_request(
         inference_service=isvc_input(isvc),
         runtime=rpb.Object(manifest=json.dumps(manifests(kind, namespace, name))),
         entry_index=entry,
-        modes=decision.effective.components if decision.effective is not None else [],
+        modes=decision.answer.components,
     )
     model = spec.get("model")
     if model:
         found = manifests(model.get("kind") or "ClusterBaseModel", namespace, model.get("name", ""))
         if found is not None:
             request.model.CopyFrom(rpb.Object(manifest=json.dumps(found)))
-    request.accelerator_classes.update(accelerator_classes or {})
+    request.accelerator_classes.update(decision.answer.accelerator_classes)
+    request.accelerator_classes.update(placed or {})
     return request
 
 

@@ -7,8 +7,6 @@ from typing import Any
 
 RUNTIME_READY = "RuntimeReady"
 RESOLVED = "RuntimeResolved"
-NOT_FOUND = "RuntimeNotFound"
-VALIDATION_ERROR = "RuntimeValidationError"
 ADVISORY = "RuntimeCompatibilityAdvisory"
 
 

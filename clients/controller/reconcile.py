@@ -1,5 +1,5 @@
-"""Reconcile one InferenceService: ask policyd (Resolve for a named runtime, else Select),
-then the renderer, and say what the cluster should show. It makes no decision of its own:
+"""Reconcile one InferenceService: ask policyd for its decision, then the renderer, and say
+what the cluster should show. It makes no decision of its own:
 condition reasons and messages, event reasons and messages are policyd's answers."""
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from typing import Any
 
 import grpc
 
-from clients.controller.outcome import ADVISORY, NOT_FOUND, RESOLVED, VALIDATION_ERROR, Condition, Event, Outcome
-from clients.decision import Decision, decide, from_catalog, placed_on, render_request
-from policyd.contract import policy_pb2 as pb
+from clients.controller.outcome import ADVISORY, RESOLVED, Condition, Event, Outcome
+from clients.decision import Decision, decide, from_catalog, render_request
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 
 OBJECTS_KEPT = 256  # catalog manifests kept for renders
@@ -52,14 +51,12 @@ class Reconciler:
         revision = _catalog_revision(decision)
         if refused is not None:
             return Outcome(refused, (Event("Warning", refused.reason, refused.message),), catalog_revision=revision)
-        events: tuple[Event, ...] = ()
-        if decision.resolved is not None and decision.resolved.event:
-            # event_reason is new in the contract; a daemon that leaves it empty only records advisories
-            events = (Event("Warning", decision.resolved.event_reason or ADVISORY, decision.resolved.event),)
+        answer = decision.answer
+        # a kind of refusal may name no event reason of its own: the event is an advisory then
+        events = (Event("Warning", answer.event_reason or ADVISORY, answer.event),) if answer.event else ()
         kind, name, _ = decision.runtime
-        selector = ((isvc.get("spec") or {}).get("acceleratorSelector") or {}).get("acceleratorClass")
         try:
-            request = render_request(decision, self._manifests(revision), placed_on(selector))
+            request = render_request(decision, self._manifests(revision))
         except grpc.RpcError as err:
             raise Unavailable("policyd", self.policy_address, err) from err
         try:
@@ -88,26 +85,11 @@ class Reconciler:
 
 def refusal(decision: Decision) -> Condition | None:
     """RuntimeReady False as policyd worded it, when no runtime can be used."""
-    if decision.resolved is not None:
-        rejection = decision.resolved.rejection
-        if not (rejection.condition_reason or rejection.message or rejection.kind):
-            return None
-        return _condition(rejection, "")
-    assert decision.selected is not None
-    if decision.selected.ranking:
+    if not decision.answer.HasField("rejection"):
         return None
-    return _condition(decision.selected.rejection, decision.selected.error)
-
-
-def _condition(rejection: pb.Rejection, select_error: str) -> Condition:
-    # condition_reason/condition_message are always set with a rejection by daemons that fill the
-    # contract of Rejection; older ones set only the webhook's message (a validation error) or, for
-    # Select, only OME's "no runtime found" error (RuntimeNotFound).
-    reason = rejection.condition_reason or (VALIDATION_ERROR if rejection.message else NOT_FOUND)
-    message = rejection.condition_message or rejection.message or select_error
-    return Condition("False", reason, message)
+    rejection = decision.answer.rejection
+    return Condition("False", rejection.condition_reason, rejection.condition_message)
 
 
 def _catalog_revision(decision: Decision) -> str:
-    answer = decision.resolved if decision.resolved is not None else decision.selected
-    return answer.revisions.catalog_revision if answer is not None else ""
+    return decision.answer.revisions.catalog_revision

@@ -257,7 +257,7 @@ def diffusers_backend_text(backend: pb.DiffusersBackend) -> str:
 
 
 def render(args: argparse.Namespace) -> Result:
-    """Decide with policyd (Resolve or Select), then render with the renderer sidecar."""
+    """Decide with policyd, then render with the renderer sidecar."""
     call = caller(args)
     isvc, catalog = _request(args)
     decision = decide(call, json.loads(isvc.manifest), catalog, args.lookup)

@@ -60,16 +60,8 @@ class Caller:
         self._keep(call.trailing_metadata())
         return response
 
-    def Select(self, request: pb.SelectRequest) -> pb.SelectResponse:
-        reply: pb.SelectResponse = self("Select", request)
-        return reply
-
-    def Resolve(self, request: pb.ResolveRequest) -> pb.ResolveResponse:
-        reply: pb.ResolveResponse = self("Resolve", request)
-        return reply
-
-    def Effective(self, request: pb.EffectiveRequest) -> pb.EffectiveResponse:
-        reply: pb.EffectiveResponse = self("Effective", request)
+    def Decide(self, request: pb.DecideRequest) -> pb.DecideResponse:
+        reply: pb.DecideResponse = self("Decide", request)
         return reply
 
     def GetObjects(self, request: pb.GetObjectsRequest) -> pb.GetObjectsResponse:

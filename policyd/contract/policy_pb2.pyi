@@ -657,6 +657,134 @@ class EffectiveResponse(_message.Message):
 Global___EffectiveResponse: _TypeAlias = EffectiveResponse  # noqa: Y015
 
 @_typing.final
+class DecideRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INFERENCE_SERVICE_FIELD_NUMBER: _builtins.int
+    CATALOG_FIELD_NUMBER: _builtins.int
+    LOOKUP_FIELD_NUMBER: _builtins.int
+    lookup: _builtins.str
+    """As ResolveRequest.lookup."""
+    @_builtins.property
+    def inference_service(self) -> _resources_pb2.InferenceServiceInput: ...
+    @_builtins.property
+    def catalog(self) -> Global___RequestCatalog: ...
+    def __init__(
+        self,
+        *,
+        inference_service: _resources_pb2.InferenceServiceInput | None = ...,
+        catalog: Global___RequestCatalog | None = ...,
+        lookup: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "inference_service", b"inference_service"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "inference_service", b"inference_service", "lookup", b"lookup"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DecideRequest: _TypeAlias = DecideRequest  # noqa: Y015
+
+@_typing.final
+class DecideResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class AcceleratorClassesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    RUNTIME_FIELD_NUMBER: _builtins.int
+    RUNTIME_KIND_FIELD_NUMBER: _builtins.int
+    RUNTIME_NAMESPACE_FIELD_NUMBER: _builtins.int
+    ENTRY_INDEX_FIELD_NUMBER: _builtins.int
+    NAMED_FIELD_NUMBER: _builtins.int
+    REJECTION_FIELD_NUMBER: _builtins.int
+    WARNINGS_FIELD_NUMBER: _builtins.int
+    EVENT_FIELD_NUMBER: _builtins.int
+    EVENT_REASON_FIELD_NUMBER: _builtins.int
+    COMPONENTS_FIELD_NUMBER: _builtins.int
+    ACCELERATOR_CLASSES_FIELD_NUMBER: _builtins.int
+    DIFFUSERS_BACKEND_FIELD_NUMBER: _builtins.int
+    REVISIONS_FIELD_NUMBER: _builtins.int
+    runtime: _builtins.str
+    """The runtime to use; empty with a rejection."""
+    runtime_kind: _builtins.str
+    runtime_namespace: _builtins.str
+    entry_index: _builtins.int
+    """The supportedModelFormats entry matched (its acceleratorConfig applies); -1 when none."""
+    named: _builtins.bool
+    """Whether spec.runtime.name named it (else it was selected)."""
+    event: _builtins.str
+    """The event a named runtime records when used anyway, and its reason; empty when none."""
+    event_reason: _builtins.str
+    @_builtins.property
+    def rejection(self) -> Global___Rejection:
+        """Set when no runtime can be used: a named runtime's refusal, a refusal of the request, or
+        OME's message listing why no runtime is selectable.
+        """
+
+    @_builtins.property
+    def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The admission warnings (Runtime X will be auto-selected, does not declare support)."""
+
+    @_builtins.property
+    def components(self) -> _containers.RepeatedCompositeFieldContainer[Global___ComponentMode]:
+        """Each declared component's mode and the rule that set it; only with a runtime."""
+
+    @_builtins.property
+    def accelerator_classes(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The accelerator class each declared engine or decoder is placed on: its
+        acceleratorOverride.acceleratorClass, else spec.acceleratorSelector.acceleratorClass, else
+        the ome.io/accelerator-class annotation; absent when none is named.
+        """
+
+    @_builtins.property
+    def diffusers_backend(self) -> Global___DiffusersBackend:
+        """As EffectiveResponse.diffusers_backend."""
+
+    @_builtins.property
+    def revisions(self) -> Global___Revisions: ...
+    def __init__(
+        self,
+        *,
+        runtime: _builtins.str = ...,
+        runtime_kind: _builtins.str = ...,
+        runtime_namespace: _builtins.str = ...,
+        entry_index: _builtins.int = ...,
+        named: _builtins.bool = ...,
+        rejection: Global___Rejection | None = ...,
+        warnings: _abc.Iterable[_builtins.str] | None = ...,
+        event: _builtins.str = ...,
+        event_reason: _builtins.str = ...,
+        components: _abc.Iterable[Global___ComponentMode] | None = ...,
+        accelerator_classes: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        diffusers_backend: Global___DiffusersBackend | None = ...,
+        revisions: Global___Revisions | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["diffusers_backend", b"diffusers_backend", "rejection", b"rejection", "revisions", b"revisions"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "components", b"components", "diffusers_backend", b"diffusers_backend", "entry_index", b"entry_index", "event", b"event", "event_reason", b"event_reason", "named", b"named", "rejection", b"rejection", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind", "runtime_namespace", b"runtime_namespace", "warnings", b"warnings"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DecideResponse: _TypeAlias = DecideResponse  # noqa: Y015
+
+@_typing.final
 class DiffusersBackend(_message.Message):
     """What takes effect in an engine that runs vLLM-Omni's diffusers backend, from its
     merged command line (the runtime's runner with the InferenceService's on top).

@@ -56,6 +56,11 @@ class PolicyServiceStub:
                 request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.EffectiveRequest.SerializeToString,
                 response_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.EffectiveResponse.FromString,
                 _registered_method=True)
+        self.Decide = channel.unary_unary(
+                '/ome.policy.v1.PolicyService/Decide',
+                request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.DecideRequest.SerializeToString,
+                response_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.DecideResponse.FromString,
+                _registered_method=True)
         self.InspectModel = channel.unary_unary(
                 '/ome.policy.v1.PolicyService/InspectModel',
                 request_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.InspectModelRequest.SerializeToString,
@@ -133,6 +138,16 @@ class PolicyServiceServicer:
 
     def Effective(self, request, context):
         """The deployment mode each declared component runs in, and the rule that set it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Decide(self, request, context):
+        """The whole decision for an InferenceService, as the controller, policyctl and the conformance
+        runner render it: the runtime it names (Resolve) or the one selected (Select), or the
+        refusal with its RuntimeReady condition; its warnings and event; each declared component's
+        mode and accelerator class.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -229,6 +244,11 @@ def add_PolicyServiceServicer_to_server(servicer, server):
                     servicer.Effective,
                     request_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.EffectiveRequest.FromString,
                     response_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.EffectiveResponse.SerializeToString,
+            ),
+            'Decide': grpc.unary_unary_rpc_method_handler(
+                    servicer.Decide,
+                    request_deserializer=ome_dot_policy_dot_v1_dot_policy__pb2.DecideRequest.FromString,
+                    response_serializer=ome_dot_policy_dot_v1_dot_policy__pb2.DecideResponse.SerializeToString,
             ),
             'InspectModel': grpc.unary_unary_rpc_method_handler(
                     servicer.InspectModel,
@@ -386,6 +406,33 @@ class PolicyService:
             '/ome.policy.v1.PolicyService/Effective',
             ome_dot_policy_dot_v1_dot_policy__pb2.EffectiveRequest.SerializeToString,
             ome_dot_policy_dot_v1_dot_policy__pb2.EffectiveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Decide(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ome.policy.v1.PolicyService/Decide',
+            ome_dot_policy_dot_v1_dot_policy__pb2.DecideRequest.SerializeToString,
+            ome_dot_policy_dot_v1_dot_policy__pb2.DecideResponse.FromString,
             options,
             channel_credentials,
             insecure,

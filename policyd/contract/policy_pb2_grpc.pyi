@@ -47,6 +47,12 @@ class PolicyServiceStub:
     """
     Effective: _grpc.UnaryUnaryMultiCallable[_policy_pb2.EffectiveRequest, _policy_pb2.EffectiveResponse]
     """The deployment mode each declared component runs in, and the rule that set it."""
+    Decide: _grpc.UnaryUnaryMultiCallable[_policy_pb2.DecideRequest, _policy_pb2.DecideResponse]
+    """The whole decision for an InferenceService, as the controller, policyctl and the conformance
+    runner render it: the runtime it names (Resolve) or the one selected (Select), or the
+    refusal with its RuntimeReady condition; its warnings and event; each declared component's
+    mode and accelerator class.
+    """
     InspectModel: _grpc.UnaryUnaryMultiCallable[_policy_pb2.InspectModelRequest, _policy_pb2.InspectModelResponse]
     """The BaseModel spec fields OME records from a model_index.json or config.json."""
     ApplyObjects: _grpc.UnaryUnaryMultiCallable[_policy_pb2.ApplyObjectsRequest, _policy_pb2.ApplyObjectsResponse]
@@ -95,6 +101,12 @@ class PolicyServiceAsyncStub(PolicyServiceStub):
     """
     Effective: _aio.UnaryUnaryMultiCallable[_policy_pb2.EffectiveRequest, _policy_pb2.EffectiveResponse]  # type: ignore[assignment]
     """The deployment mode each declared component runs in, and the rule that set it."""
+    Decide: _aio.UnaryUnaryMultiCallable[_policy_pb2.DecideRequest, _policy_pb2.DecideResponse]  # type: ignore[assignment]
+    """The whole decision for an InferenceService, as the controller, policyctl and the conformance
+    runner render it: the runtime it names (Resolve) or the one selected (Select), or the
+    refusal with its RuntimeReady condition; its warnings and event; each declared component's
+    mode and accelerator class.
+    """
     InspectModel: _aio.UnaryUnaryMultiCallable[_policy_pb2.InspectModelRequest, _policy_pb2.InspectModelResponse]  # type: ignore[assignment]
     """The BaseModel spec fields OME records from a model_index.json or config.json."""
     ApplyObjects: _aio.UnaryUnaryMultiCallable[_policy_pb2.ApplyObjectsRequest, _policy_pb2.ApplyObjectsResponse]  # type: ignore[assignment]
@@ -164,6 +176,18 @@ class PolicyServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_policy_pb2.EffectiveResponse, _abc.Awaitable[_policy_pb2.EffectiveResponse]]:
         """The deployment mode each declared component runs in, and the rule that set it."""
+
+    @_abc_1.abstractmethod
+    def Decide(
+        self,
+        request: _policy_pb2.DecideRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_policy_pb2.DecideResponse, _abc.Awaitable[_policy_pb2.DecideResponse]]:
+        """The whole decision for an InferenceService, as the controller, policyctl and the conformance
+        runner render it: the runtime it names (Resolve) or the one selected (Select), or the
+        refusal with its RuntimeReady condition; its warnings and event; each declared component's
+        mode and accelerator class.
+        """
 
     @_abc_1.abstractmethod
     def InspectModel(

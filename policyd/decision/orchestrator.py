@@ -98,6 +98,15 @@ class Effective:
     backend: DiffusersEffective | None = None  # when the engine runs vLLM-Omni's diffusers backend
 
 
+@dataclass(frozen=True)
+class Decision:
+    """Resolve's answer (a named runtime) or Select's, and Effective's when a runtime can be used."""
+
+    resolution: Resolution | None
+    selection: Selection | None
+    effective: Effective | None
+
+
 # -- what a revision derives from its rules to decide without judging every runtime ------------
 
 _PER_REVISION = 4  # revisions whose planners and shared verdicts are kept (the serving one, and reloads)
@@ -459,7 +468,6 @@ def effective(
     catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3", fast: bool = True
 ) -> Effective:
     """The mode each declared component runs in, with the runtime OME uses, and what refuses them."""
-    policy = revision.policy
     subject = _subject(catalog, isvc, mode)
     base = subject_record(subject)
     errors = _admission(revision, subject, base)
@@ -470,6 +478,16 @@ def effective(
         selection = _select(revision, catalog, subject, base, fast)
         runtime = selection.ranking[0].runtime if selection.ranking else None
         errors.extend([selection.refusal] if selection.refusal else [])
+    return _effective_on(revision, subject, base, runtime, errors)
+
+
+def _effective_on(
+    revision: Revision, subject: Subject, base: Record, runtime: ServingRuntime | None, errors: list[Refusal]
+) -> Effective:
+    """Effective's answer once the runtime OME uses is known; ``errors`` are the request's."""
+    policy = revision.policy
+    isvc = subject.isvc
+    assert isvc is not None
     if runtime is not None:
         record = runtime_record(subject, base, runtime, (), policy.scoring, isvc.runtime is not None)
     else:
@@ -489,6 +507,23 @@ def effective(
         )
     backend = _backend(revision, subject, base, runtime, isvc.runtime is not None) if runtime else None
     return Effective(runtime, tuple(modes), tuple(errors), backend)
+
+
+def decide(
+    catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3", fast: bool = True
+) -> Decision:
+    """The whole decision: Resolve when the InferenceService names its runtime, else Select;
+    then, when a runtime can be used, Effective on that runtime (decided once, not again)."""
+    subject, base, refusals = review(catalog, isvc, revision, mode)
+    if isvc.runtime is not None:
+        resolution = resolve_reviewed(revision, catalog, subject, base, refusals, mode, fast=fast)
+        if resolution.refusal is not None or resolution.runtime is None:
+            return Decision(resolution, None, None)
+        return Decision(resolution, None, _effective_on(revision, subject, base, resolution.runtime, list(refusals)))
+    selection = Selection((), refusals[0], (), ()) if refusals else _select(revision, catalog, subject, base, fast)
+    if not selection.ranking:
+        return Decision(None, selection, None)
+    return Decision(None, selection, _effective_on(revision, subject, base, selection.ranking[0].runtime, []))
 
 
 def _backend(

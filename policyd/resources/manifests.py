@@ -352,18 +352,22 @@ def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
             revision=f.string(ref, "revision", "spec.runtime.revision"),
         )
     components = {}
-    classes = [meta.annotations.get(ACCELERATOR_CLASS_ANNOTATION, "")]
+    annotated = meta.annotations.get(ACCELERATOR_CLASS_ANNOTATION, "")
     selector = f.obj(spec, "acceleratorSelector", "spec.acceleratorSelector") or {}
-    classes.append(f.string(selector, "acceleratorClass", "spec.acceleratorSelector.acceleratorClass"))
+    selected = f.string(selector, "acceleratorClass", "spec.acceleratorSelector.acceleratorClass")
+    classes = [annotated, selected]
+    placements = {}
     for name in COMPONENTS:
         component = f.obj(spec, name, f"spec.{name}")
         if component is not None:
             components[name] = f.string_map(component, "annotations", f"spec.{name}.annotations")
             if name in ("engine", "decoder"):
                 override = f.obj(component, "acceleratorOverride", f"spec.{name}.acceleratorOverride") or {}
-                classes.append(
-                    f.string(override, "acceleratorClass", f"spec.{name}.acceleratorOverride.acceleratorClass")
-                )
+                own = f.string(override, "acceleratorClass", f"spec.{name}.acceleratorOverride.acceleratorClass")
+                classes.append(own)
+                # the most specific the InferenceService names
+                if placed := own or selected or annotated:
+                    placements[name] = placed
     return InferenceService(
         meta=meta,
         model=model,
@@ -371,6 +375,7 @@ def parse_inference_service(doc: Mapping[str, Any]) -> InferenceService:
         deployment_mode=check_mode(f.string(spec, "deploymentMode", "spec.deploymentMode"), "spec.deploymentMode"),
         components=components,
         accelerator_classes=tuple(dict.fromkeys(c for c in classes if c)),
+        placements=placements,
         scaling_mode=_scaling_mode(spec, "spec.scalingPolicy"),
         raw=doc,
         digest=hashlib.sha256(f"{meta.namespace}/{meta.name}/{shape}/{content_digest(rest)}".encode()).hexdigest()[:16],

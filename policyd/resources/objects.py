@@ -176,6 +176,9 @@ class InferenceService(ByConstructor):
     # every accelerator class it names, in OME's order: the ome.io/accelerator-class annotation,
     # spec.acceleratorSelector, then the engine's and the decoder's acceleratorOverride
     accelerator_classes: tuple[str, ...]
+    # the accelerator class each declared engine or decoder is placed on, where one is named: its
+    # acceleratorOverride's, else spec.acceleratorSelector's, else the annotation's
+    placements: Mapping[str, str]
     scaling_mode: str  # as ServingRuntime.scaling_mode
     raw: Mapping[str, Any]
     digest: str = ""  # of the whole manifest, for catalog revisions (the catalog holds InferenceServices too)

@@ -23,9 +23,11 @@ from policyd.errors import InvalidInput
 from policyd.resources import safe_yaml
 
 log = logging.getLogger("policyd.authz")
-# Simulate and Lint apply nothing: what they are sent (rule files included) stays in the call
+# Simulate and Lint apply nothing: what they are sent (rule files included) stays in the call;
+# Admit and Default answer the webhook and change nothing either
 READ = frozenset(
-    {"Select", "Explain", "Resolve", "Effective", "InspectModel", "GetObjects", "GetStatus", "Simulate", "Lint"}
+    {"Select", "Explain", "Resolve", "Effective", "Decide", "InspectModel", "GetObjects", "GetStatus", "Simulate"}
+    | {"Lint", "Admit", "Default"}
 )
 WRITE = frozenset({"ApplyObjects", "DeleteObjects"})
 ANY = "*"

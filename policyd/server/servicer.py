@@ -47,7 +47,7 @@ log = logging.getLogger("policyd.rpc")
 Resp = TypeVar("Resp", bound=Message)
 # Admit is not cached: a review is of an object just written (a new resourceVersion, managed
 # fields, generation), so its answer is never asked for again and would only evict decisions
-LOGGED = frozenset({"Select", "Explain", "Resolve", "Effective", "Admit"})
+LOGGED = frozenset({"Select", "Explain", "Resolve", "Effective", "Decide", "Admit"})
 CACHEABLE = LOGGED - {"Admit"}
 ADMIT_FIELD = "object"
 
@@ -61,6 +61,13 @@ def _request_catalog(base: Catalog, value: pb.RequestCatalog, fields: FieldCheck
                 f"catalog.objects[{i}].kind", "an InferenceService is the request's subject, not one of its objects"
             )
     return base.overlay(objects, value.isolated)
+
+
+def _modes(result: decide.Effective) -> list[pb.ComponentMode]:
+    return [
+        pb.ComponentMode(component=m.component, mode=m.mode, source=m.source, error=responses.rejection(m.error))
+        for m in result.modes
+    ]
 
 
 def object_change(change: Change) -> pb.ObjectChange:
@@ -281,16 +288,48 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return pb.EffectiveResponse(
             runtime=runtime.meta.name if runtime else "",
             runtime_kind=runtime.kind if runtime else "",
-            components=[
-                pb.ComponentMode(
-                    component=m.component, mode=m.mode, source=m.source, error=responses.rejection(m.error)
-                )
-                for m in result.modes
-            ],
+            components=_modes(result),
             errors=[r for e in result.errors if (r := responses.rejection(e)) is not None],
             revisions=self._revisions(revision, catalog),
             diffusers_backend=responses.diffusers_backend(result.backend),
         )
+
+    def Decide(self, request: pb.DecideRequest, context: grpc.ServicerContext) -> pb.DecideResponse:
+        return self._serve("Decide", request, context, self._decide)
+
+    def _decide(
+        self, request: pb.DecideRequest, revision: Revision, base: Catalog, fields: FieldCheck
+    ) -> pb.DecideResponse:
+        lookup = check_lookup(request.lookup)
+        isvc = parse_isvc(request.inference_service, fields)
+        catalog = _request_catalog(base, request.catalog, fields)
+        with under(ISVC_FIELD):
+            result = decide.decide(catalog, isvc, revision, lookup, fast=self.fast)
+        answer = pb.DecideResponse(revisions=self._revisions(revision, catalog), named=isvc.runtime is not None)
+        runtime: ServingRuntime | None = None
+        if (resolution := result.resolution) is not None:
+            refusal, runtime, answer.entry_index = resolution.refusal, resolution.runtime, resolution.entry_index
+            answer.warnings.extend([resolution.warning] if resolution.warning else [])
+            answer.event, answer.event_reason = resolution.event, resolution.event_reason
+        else:
+            assert result.selection is not None
+            refusal, answer.entry_index = result.selection.refusal, -1
+            if result.selection.ranking:
+                top = result.selection.ranking[0]
+                runtime, answer.entry_index = top.runtime, top.entry_index
+            answer.warnings.extend(result.selection.warnings)
+        if (rejection := responses.rejection(refusal)) is not None:
+            answer.rejection.CopyFrom(rejection)
+            return answer
+        if runtime is not None:
+            answer.runtime, answer.runtime_kind = runtime.meta.name, runtime.kind
+            answer.runtime_namespace = runtime.meta.namespace
+        if (effective := result.effective) is not None:
+            answer.components.extend(_modes(effective))
+            answer.accelerator_classes.update(isvc.placements)
+            if (backend := responses.diffusers_backend(effective.backend)) is not None:
+                answer.diffusers_backend.CopyFrom(backend)
+        return answer
 
     def Admit(self, request: pb.AdmitRequest, context: grpc.ServicerContext) -> pb.AdmitResponse:
         return self._serve("Admit", request, context, self._admit)

@@ -146,29 +146,20 @@ def test_every_kind_of_key_is_named_in_the_log() -> None:
     ]
 
 
-def _resolved(rejection: pb.Rejection) -> Decision:
-    return Decision({}, pb.ResolveResponse(rejection=rejection), None, None)
+def _decided(rejection: pb.Rejection | None = None) -> Decision:
+    return Decision({}, pb.DecideResponse(rejection=rejection))
 
 
 def test_a_rejections_condition_reason_and_message_are_written_as_policyd_gives_them() -> None:
     rejection = pb.Rejection(
         message="webhook text", condition_reason="RuntimeValidationError", condition_message="runtime rt is disabled"
     )
-    assert refusal(_resolved(rejection)) == Condition("False", "RuntimeValidationError", "runtime rt is disabled")
-
-
-def test_a_daemon_without_condition_fields_still_gives_validation_errors_and_runtime_not_found() -> None:
-    assert refusal(_resolved(pb.Rejection(message="rt is disabled"))) == Condition(
-        "False", "RuntimeValidationError", "rt is disabled"
-    )
-    selected = Decision({}, None, pb.SelectResponse(error="no runtime found to support model m"), None)
-    assert refusal(selected) == Condition("False", "RuntimeNotFound", "no runtime found to support model m")
+    assert refusal(_decided(rejection)) == Condition("False", "RuntimeValidationError", "runtime rt is disabled")
 
 
 def test_an_answer_without_a_rejection_is_no_refusal() -> None:
-    assert refusal(_resolved(pb.Rejection())) is None
-    ranked = pb.SelectResponse(ranking=[pb.RankedRuntime(name="rt", kind="ServingRuntime")])
-    assert refusal(Decision({}, None, ranked, None)) is None
+    assert refusal(_decided()) is None
+    assert refusal(Decision({}, pb.DecideResponse(runtime="rt", runtime_kind="ServingRuntime"))) is None
 
 
 @pytest.mark.parametrize("path", sorted(DEPLOY.glob("*.yaml")), ids=lambda p: p.name)

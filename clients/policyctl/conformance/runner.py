@@ -196,7 +196,7 @@ def _find(case: Case, kind: str, namespace: str, name: str) -> dict[str, Any] | 
 
 
 def _render_root(case: Case, stubs: Stubs) -> Root:
-    """The decision (Resolve for a named runtime, else Select), then the renderer. A decision
+    """policyd's decision, then the renderer. A decision
     with no runtime to render with renders nothing: its problem is the error, and in ``errors``."""
     if stubs.renderer is None:
         raise RuntimeError("no renderer to render with")
