@@ -8,6 +8,8 @@ from pathlib import Path
 
 from clients.renderer.service import RendererServicer
 from policyd.contract import render_pb2, render_pb2_grpc
+from policyd.edge.gate import Gate
+from policyd.edge.limits import Limits
 from policyd.exiting import exit_now
 from policyd.grpc_process import (
     ListenError,
@@ -21,8 +23,6 @@ from policyd.grpc_process import (
     stop_signal,
     wait_for_stop_signal,
 )
-from policyd.server.gate import Gate
-from policyd.server.limits import Limits
 from policyd.server_tls import ServerTls, TlsError, files_of
 
 

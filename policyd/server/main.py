@@ -17,6 +17,8 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from policyd.contract import policy_pb2, policy_pb2_grpc
+from policyd.edge.gate import Gate
+from policyd.edge.limits import Limits
 from policyd.exiting import exit_now
 from policyd.grpc_process import (
     Listen,
@@ -36,9 +38,7 @@ from policyd.logs import configure_logging
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.server import observability as obs
 from policyd.server.authz import Authorizer, AuthzError
-from policyd.server.gate import Gate
 from policyd.server.heap import give_back_heap, settle_heap
-from policyd.server.limits import Limits
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.statedir import StateDir, StateDirError
@@ -328,7 +328,7 @@ def _serve(args: argparse.Namespace) -> int:
     except AuthzError as err:
         raise StartError(f"--authz: {err}") from None
     service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
-    gate = Gate((service,), limits, authorizer)
+    gate = Gate((service,), limits, authorizer, obs.count_call)
     shared = args.journal is not None  # a worker of --processes: the supervisor holds the ports
     if args.pin_cpu is not None:
         pin_to_cpu(args.pin_cpu)  # loaded (its parsing forked onto every CPU), before serving

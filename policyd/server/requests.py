@@ -8,12 +8,12 @@ from contextlib import contextmanager
 from policyd.catalog.snapshot import CatalogObject, Key, make_key
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
+from policyd.edge.limits import check_deadline
 from policyd.errors import InvalidInput
 from policyd.resources.manifests import KINDS, parse_inference_service, parse_object
 from policyd.resources.objects import InferenceService
 from policyd.resources.proto import isvc_manifest, object_manifest
 from policyd.server.fieldcheck import FieldCheck
-from policyd.server.limits import check_deadline
 
 ISVC_FIELD = "inference_service"
 

@@ -17,19 +17,20 @@ from policyd.contract import resources_pb2 as rpb
 from policyd.decision.diffusers_effective import DiffusersEffective
 from policyd.decision.shared import Encodings
 from policyd.decision.verdicts import RuntimeVerdict
+from policyd.edge import limits
+from policyd.edge.gate import Preencoded
 from policyd.policy.outcomes import Reason, Refusal
 from policyd.resources.objects import Entry, Pipeline, PipelineComponent, ServingRuntime, VersionedName
 from policyd.resources.proto import manifest_to_message
-from policyd.server import limits
 
 M = TypeVar("M", bound=Message)
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Encoded(Generic[M]):
-    """A response as the wire carries it: the server's Gate sends the bytes as they are, so a
-    large answer (and a cached one) is not decoded into a message only to be encoded again."""
+class Encoded(Preencoded, Generic[M]):
+    """A response as the wire carries it: the Gate sends the bytes as they are, so a large
+    answer (and a cached one) is not decoded into a message only to be encoded again."""
 
     kind: type[M]
     data: bytes

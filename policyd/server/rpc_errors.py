@@ -11,10 +11,10 @@ import grpc
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from policyd.edge.gate import FIELD_KEY
 from policyd.errors import InvalidInput
 from policyd.server.fieldcheck import WARNING_KEY
 
-FIELD_KEY = "policyd-field"
 Trailers = tuple[tuple[str, str | bytes], ...]
 
 

@@ -20,6 +20,7 @@ from policyd.contract import resources_pb2 as rpb
 from policyd.decision import admission
 from policyd.decision import orchestrator as decide
 from policyd.decision.lookup import check_lookup
+from policyd.edge.limits import DeadlineExceeded
 from policyd.errors import InvalidInput
 from policyd.policy.revision import Revision
 from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef, ServingRuntime
@@ -28,7 +29,6 @@ from policyd.server import observability as obs
 from policyd.server import responses
 from policyd.server.cachekey import request_digest
 from policyd.server.fieldcheck import FieldCheck, mode_of
-from policyd.server.limits import DeadlineExceeded
 from policyd.server.requests import (
     ISVC_FIELD,
     catalog_keys,
@@ -105,7 +105,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp | Encoded[Resp]],
     ) -> Resp:
         """The handler's answer. An Encoded one stands for its message: the Gate sends its bytes
-        as they are (policyd.server.gate)."""
+        as they are (policyd.edge.gate)."""
         with self.state.hold_revision() as revision:
             return cast(Resp, self._serve_on(revision, rpc, request, context, handler))
 

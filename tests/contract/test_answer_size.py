@@ -11,7 +11,8 @@ import pytest
 
 from policyd.contract import policy_pb2 as pb
 from policyd.decision import orchestrator
-from policyd.server import limits, responses
+from policyd.edge import limits
+from policyd.server import responses
 
 from .support import Harness, isvc_manifest, isvc_text, manifest_catalog, model_manifest, runtime_70b_manifest
 

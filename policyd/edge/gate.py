@@ -13,20 +13,34 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import grpc
 from google.protobuf.message import DecodeError
 
-from policyd.server import observability as obs
-from policyd.server.authz import Authorizer
-from policyd.server.limits import LimitExceeded, Limits, check_request, deadline_in
-from policyd.server.responses import Encoded
-from policyd.server.rpc_errors import FIELD_KEY
+from policyd.edge.limits import LimitExceeded, Limits, check_request, deadline_in
 
 log = logging.getLogger("policyd.gate")
 QUIET_SECONDS = 0.25  # draining ends once no call has arrived for this long (and none is in progress)
+FIELD_KEY = "policyd-field"  # the trailer naming the request field a refusal is about
+CallCounter = Callable[[str, grpc.StatusCode], None]  # a call of the method ended with the code
+
+
+class Authorizing(Protocol):
+    def allows(self, method: str, auth_context: Mapping[str, Sequence[bytes]]) -> bool: ...
+
+
+class Preencoded:
+    """A response already encoded: the gate sends its ``data`` as it is (the handler's answer
+    is not decoded into a message only to be encoded again)."""
+
+    __slots__ = ()
+    data: bytes
+
+
+def _uncounted(method: str, code: grpc.StatusCode) -> None:
+    """A server without call metrics."""
 
 
 class _Undecodable:
@@ -45,10 +59,17 @@ def _safe(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
 
 
 class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are untyped
-    def __init__(self, services: tuple[str, ...], limits: Limits, authorizer: Authorizer | None = None) -> None:
+    def __init__(
+        self,
+        services: tuple[str, ...],
+        limits: Limits,
+        authorizer: Authorizing | None = None,
+        count_call: CallCounter = _uncounted,
+    ) -> None:
         self.services = services  # full names of the services gated (health and reflection are not)
         self.limits = limits
         self.authorizer = authorizer
+        self.count_call = count_call  # the calls refused here, which never reach a handler
         self._lock = threading.Lock()
         self._active = 0
         self._arrived = 0.0
@@ -90,7 +111,7 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
                 if not draining:
                     self._active += 1
             if draining:
-                obs.count_call(method, grpc.StatusCode.UNAVAILABLE)
+                self.count_call(method, grpc.StatusCode.UNAVAILABLE)
                 context.abort(grpc.StatusCode.UNAVAILABLE, "shutting down: not taking new calls (retry)")
             try:
                 return self._serve(method, inner, request, context)
@@ -109,7 +130,7 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
         refusal = self._refusal(method, request, context, remaining)
         if refusal is not None:
             code, message, field = refusal
-            obs.count_call(method, code)
+            self.count_call(method, code)
             if field:
                 context.set_trailing_metadata(((FIELD_KEY, field),))
             context.abort(code, message)
@@ -136,9 +157,9 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
 
 
 def _as_encoded(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
-    """The method's serializer, and an Encoded response's bytes as they are."""
+    """The method's serializer, and a Preencoded response's bytes as they are."""
 
     def encode(response: Any) -> bytes:
-        return response.data if isinstance(response, Encoded) else serialize(response)
+        return response.data if isinstance(response, Preencoded) else serialize(response)
 
     return encode
