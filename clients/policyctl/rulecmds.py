@@ -7,15 +7,7 @@ from pathlib import Path
 
 from clients.policyctl.inputs import InputError
 from clients.policyctl.output import Column, Result
-from policyd.facts.fields import FIELDS
-from policyd.policy.engine import RuleEngine
-from policyd.policy.loader import BUNDLED_RULES, RuleFileError, declares_settings, load_policy
-from policyd.policy.selftest import run_tests
-
-
-def _extra(directory: Path) -> Path | None:
-    """A directory of extra rules (it declares no settings) is checked beside the bundled rules."""
-    return None if not directory.is_dir() or declares_settings(directory) else directory
+from policyd import offline
 
 
 def _directory(path: Path) -> Path:
@@ -30,47 +22,41 @@ def _directory(path: Path) -> Path:
 def check(args: argparse.Namespace) -> Result:
     """Static checks: YAML, schema, fact fields, templates, ids, orders, kinds, groups, messages; durable-rules
     compiles it. A directory of extra rules is checked as it would serve: beside the bundled rules."""
-    directory = _directory(args.directory)  # before the try: durable-rules' bare errors are caught there
     try:
-        policy = load_policy(directory, BUNDLED_RULES)
-        RuleEngine(policy.rules)
-    except RuleFileError as err:
+        checked = offline.check(_directory(args.directory))
+    except offline.RulesRefused as err:
         return Result(None, errors=[str(err)], code=1)
-    except Exception as err:  # durable-rules reports bad rulesets with bare errors
-        return Result(None, errors=[f"{args.directory}: durable-rules refused the compiled rules: {err}"], code=1)
-    data = {"ok": True, "rules": len(policy.rules), "files": len(policy.sources), "revision": policy.revision}
-    beside = " (with the bundled rules)" if _extra(args.directory) else ""
+    rules = len(checked.rule_ids)
+    data = {"ok": True, "rules": rules, "files": checked.files, "revision": checked.revision}
+    beside = " (with the bundled rules)" if checked.beside_bundled else ""
     return Result(
         data,
-        text=f"ok: {len(policy.rules)} rules in {len(policy.sources)} files{beside}, revision {policy.revision}",
-        names=[r.id for r in policy.rules],
+        text=f"ok: {rules} rules in {checked.files} files{beside}, revision {checked.revision}",
+        names=list(checked.rule_ids),
         default="text",
     )
 
 
 def test(args: argparse.Namespace) -> Result:
-    directory = _directory(args.directory)
     try:
-        policy = load_policy(directory, BUNDLED_RULES)
-        engine = RuleEngine(policy.rules)
-    except RuleFileError as err:
+        tested = offline.test(_directory(args.directory))
+    except offline.RulesRefused as err:
         return Result(None, errors=[str(err)], code=1)
-    within = _extra(args.directory)
-    count, failures = run_tests(policy, engine, within)
-    mine = [r for r in policy.rules if within is None or Path(r.source).parent == within]
-    untested = [r.id for r in mine if not r.tests and not r.group]
-    failed = len({(f.what, f.item_id, f.test) for f in failures})
-    lines = [*(f"FAIL {failure}" for failure in failures), *(f"note: rule {r} has no tests" for r in untested)]
-    lines.append(f"{count - failed} passed, {failed} failed")
-    data = {"passed": count - failed, "failed": failed, "failures": [str(f) for f in failures], "untested": untested}
-    return Result(data, text="\n".join(lines), names=[r.id for r in mine], default="text", code=1 if failures else 0)
+    passed, failed = tested.ran - tested.failed, tested.failed
+    lines = [*(f"FAIL {failure}" for failure in tested.failures)]
+    lines += [f"note: rule {r} has no tests" for r in tested.untested]
+    lines.append(f"{passed} passed, {failed} failed")
+    data = {"passed": passed, "failed": failed, "failures": list(tested.failures), "untested": list(tested.untested)}
+    code = 1 if tested.failures else 0
+    return Result(data, text="\n".join(lines), names=list(tested.rule_ids), default="text", code=code)
 
 
 def fields(args: argparse.Namespace) -> Result:
     """The fact fields a rule may test or print, with their types and meaning."""
+    facts = offline.facts()
     return Result(
-        [{"name": name, "type": f.type, "scope": f.scope, "doc": f.doc} for name, f in FIELDS.items()],
+        [{"name": f.name, "type": f.type, "scope": f.scope, "doc": f.doc} for f in facts],
         [Column("FIELD"), Column("TYPE"), Column("ABOUT"), Column("MEANING")],
-        [(name, f.type, f.scope, f.doc) for name, f in FIELDS.items()],
-        names=list(FIELDS),
+        [(f.name, f.type, f.scope, f.doc) for f in facts],
+        names=[f.name for f in facts],
     )

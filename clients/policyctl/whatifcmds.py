@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from clients.policyctl.commands import UsageError, caller
 from clients.policyctl.connection import as_objects
 from clients.policyctl.kinds import INFERENCE_SERVICE, UnknownKind, catalog_kind, object_name
 from clients.policyctl.output import Column, Result, as_dict
+from policyd import offline
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 
@@ -25,30 +24,17 @@ SEVERITIES = ("error", "warning", "info")
 
 
 class Local:
-    """The daemon's Simulate and Lint over a catalog directory, in this process: a ServingState
-    of the directory with the bundled rules, as `policyd --catalog DIR` would serve it."""
+    """Simulate and Lint over a catalog directory, in this process (policyd.offline)."""
 
     def __init__(self, directory: Path, validation: str) -> None:
-        from policyd.policy.loader import BUNDLED_RULES
-        from policyd.server.state import ServingState
-        from policyd.server.whatif_calls import WhatIf
-
         if not directory.is_dir():
             raise inputs.InputError(f'the path "{directory}" does not exist or is not a directory')
-        # the state logs what the directory refuses; this command reports it instead
-        logging.getLogger("policyd").addHandler(logging.NullHandler())
-        self.state = ServingState(BUNDLED_RULES, directory, lambda attempt: None)
-        self.whatif = WhatIf(self.state)
-        self.validation = validation
+        self.local = offline.LocalWhatIf(directory, validation)
         self.warnings: list[str] = []
 
     def __call__(self, method: str, request: Message) -> Any:
-        from policyd.server.fieldcheck import FieldCheck
-
-        fields = FieldCheck(self.validation)
-        handlers: dict[str, Callable[..., Any]] = {"Simulate": self.whatif.simulate, "Lint": self.whatif.lint}
-        response = handlers[method](request, self.state.revision, self.state.catalog, fields)
-        self.warnings.extend(fields.warnings)
+        response, warnings = self.local.call(method, request)
+        self.warnings.extend(warnings)
         return response
 
 
@@ -64,11 +50,9 @@ def _rules(directory: Path | None) -> list[pb.RuleFile]:
     """The files of a rules directory, sent whole: the daemon cannot read them where it runs."""
     if directory is None:
         return []
-    from policyd.policy.loader import RuleFileError, directory_texts
-
     try:
-        return [pb.RuleFile(name=name, content=text) for name, text in directory_texts(directory)]
-    except RuleFileError as err:
+        return [pb.RuleFile(name=name, content=text) for name, text in offline.rule_file_texts(directory)]
+    except offline.RulesRefused as err:
         raise inputs.InputError(str(err)) from None
 
 
@@ -175,7 +159,7 @@ def diff(args: argparse.Namespace) -> Result:
     reply: pb.SimulateResponse = call("Simulate", request)
     warnings = list(call.warnings)
     if isinstance(call, Local):
-        warnings += [f"catalog: {e}" for e in call.state.catalog_errors]
+        warnings += [f"catalog: {e}" for e in call.local.catalog_errors()]
 
     def score(d: pb.Decision) -> Any:
         return d.verdict.score if d.HasField("verdict") else ""
