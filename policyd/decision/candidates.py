@@ -19,7 +19,6 @@ candidates.
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ from policyd.catalog.snapshot import Catalog, Changes, Key
 from policyd.facts.derive import entry_own_facts, intrinsic_facts
 from policyd.facts.fields import ENTRY, FIELDS, LIST, MODEL, REQUEST, RUNTIME, Record, reader
 from policyd.facts.scoring import Scoring
+from policyd.memo import Bounded
 from policyd.policy.conditions import Constraint, pass_constraints
 from policyd.policy.effects import DECIDING
 from policyd.policy.model import Policy
@@ -105,20 +105,12 @@ class Planner:
         self.bound = sorted(f for f in used if FIELDS[f].scope in (REQUEST, MODEL))
         self._bound_values = reader(self.bound)
         self.indexed = frozenset(f for f in used if _indexable(f))
-        self._plans: dict[tuple[Any, ...], Plan] = {}
-        self._lock = threading.Lock()
+        self._plans: Bounded[tuple[Any, ...], Plan] = Bounded(_PLANS_LIMIT)
         self.number = next(_planners)  # revisions of one scoring share an index, not their plans
 
     def plan(self, base: Record) -> Plan:
         key = self._bound_values(base)
-        found = self._plans.get(key)
-        if found is None:
-            found = self._make(base, (self.number, *key))
-            with self._lock:
-                if len(self._plans) >= _PLANS_LIMIT:
-                    self._plans.clear()
-                self._plans[key] = found
-        return found
+        return self._plans.get_or(key, lambda: self._make(base, (self.number, *key)))
 
     def _make(self, base: Record, key: tuple[Any, ...]) -> Plan:
         bound = {f: base[f] for f in self.bound}
@@ -169,7 +161,9 @@ class Index:
     size: int
     # the candidates of each plan and namespace asked about: requests of one model and shape
     # under other names ask again (bounded, emptied when full)
-    found: dict[tuple[Any, ...], tuple[ServingRuntime, ...]] = field(default_factory=dict, compare=False, repr=False)
+    found: Bounded[tuple[Any, ...], tuple[ServingRuntime, ...]] = field(
+        default_factory=lambda: Bounded(_PLANS_LIMIT), compare=False, repr=False
+    )
 
     @staticmethod
     def build(catalog: Catalog, scoring: Scoring, fields: frozenset[str]) -> Index:
@@ -207,9 +201,7 @@ class Index:
             return known
         out = self._candidates(catalog, namespace, plan)
         if out is not None:
-            if len(self.found) >= _PLANS_LIMIT:
-                self.found.clear()
-            self.found[memo] = out
+            self.found.put(memo, out)
         return out
 
     def _candidates(self, catalog: Catalog, namespace: str, plan: Plan) -> tuple[ServingRuntime, ...] | None:

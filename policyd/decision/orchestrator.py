@@ -4,7 +4,7 @@ combine and how, what is listed as excluded: all of it comes from the rule files
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar
@@ -27,6 +27,7 @@ from policyd.facts.derive import (
 )
 from policyd.facts.diffusers_backend import config_for
 from policyd.facts.fields import COMPONENT, ENTRY, MODEL, REQUEST, RUNTIME, Record, neutral_record
+from policyd.memo import Lru
 from policyd.policy import templates
 from policyd.policy.effects import BLOCK, WARN
 from policyd.policy.engine import Fired
@@ -110,37 +111,28 @@ class Decision:
 # -- what a revision derives from its rules to decide without judging every runtime ------------
 
 _PER_REVISION = 4  # revisions whose planners and shared verdicts are kept (the serving one, and reloads)
-_planners: dict[str, Planner] = {}
-_shared: dict[str, SharedVerdicts] = {}
-_named: dict[str, NamedVerdicts] = {}
-
-
-def _of_revision(cache: dict[str, T], revision: Revision, make: Callable[[Revision], T]) -> T:
-    found = cache.get(revision.id)
-    if found is None:
-        while len(cache) >= _PER_REVISION:
-            cache.pop(next(iter(cache)))
-        found = cache[revision.id] = make(revision)
-    return found
+_planners: Lru[str, Planner] = Lru(_PER_REVISION)
+_shared: Lru[str, SharedVerdicts] = Lru(_PER_REVISION)
+_named: Lru[str, NamedVerdicts] = Lru(_PER_REVISION)
 
 
 def _planner(revision: Revision) -> Planner:
-    return _of_revision(_planners, revision, lambda r: Planner(r.policy))
+    return _planners.get_or(revision.id, lambda: Planner(revision.policy))
 
 
 def _shared_verdicts(revision: Revision) -> SharedVerdicts:
-    return _of_revision(_shared, revision, lambda r: SharedVerdicts(r.policy))
+    return _shared.get_or(revision.id, lambda: SharedVerdicts(revision.policy))
 
 
 def _named_verdicts(revision: Revision) -> NamedVerdicts:
-    return _of_revision(_named, revision, lambda r: NamedVerdicts(r.policy))
+    return _named.get_or(revision.id, lambda: NamedVerdicts(revision.policy))
 
 
 def retire(revision: Revision) -> None:
     """Forget what decisions at ``revision`` memoised: nothing decides at it any more."""
-    _planners.pop(revision.id, None)
-    _shared.pop(revision.id, None)
-    _named.pop(revision.id, None)
+    _planners.pop(revision.id)
+    _shared.pop(revision.id)
+    _named.pop(revision.id)
 
 
 def prepare(revision: Revision, catalog: Catalog) -> None:

@@ -39,6 +39,7 @@ from typing import Any, cast
 from policyd.decision.verdicts import RuntimeVerdict, Shared
 from policyd.facts.derive import Subject, intrinsic_facts
 from policyd.facts.fields import ENTRY, FIELDS, MODEL, REQUEST, RUNTIME, Record, reader
+from policyd.memo import Lru
 from policyd.policy.model import Group, Policy, Rule
 from policyd.policy.outcomes import Check
 from policyd.policy.templates import placeholders
@@ -329,25 +330,13 @@ class NamedVerdicts:
         printed = {name for template in policy.templates(judged) for name in placeholders(template)}
         facts = fields_that_matter(policy).tested | (printed & FIELDS.keys())
         self._request_values = reader(sorted(f for f in facts if FIELDS[f].scope in (REQUEST, MODEL)))
-        self._kept = kept
-        self._verdicts: OrderedDict[Key, RuntimeVerdict] = OrderedDict()
-        self._lock = threading.Lock()
+        self._verdicts: Lru[Key, RuntimeVerdict] = Lru(kept)
 
     def judged(
         self, subject: Subject, base: Record, runtime: ServingRuntime, judge: Callable[[], RuntimeVerdict]
     ) -> RuntimeVerdict:
         isvc = subject.isvc.shape if subject.isvc is not None else ""
         model = subject.model.digest if subject.model else ""
-        key = (runtime.digest, model, isvc, self._request_values(base))
-        with self._lock:
-            verdict = self._verdicts.get(key)
-            if verdict is not None:
-                self._verdicts.move_to_end(key)
-        if verdict is None:
-            verdict = judge()
-            with self._lock:
-                self._verdicts[key] = verdict
-                while len(self._verdicts) > self._kept:
-                    self._verdicts.popitem(last=False)
+        verdict = self._verdicts.get_or((runtime.digest, model, isvc, self._request_values(base)), judge)
         # judged on an equal runtime of an earlier catalog: this one is its own
         return verdict if verdict.runtime is runtime else verdict.on(runtime)

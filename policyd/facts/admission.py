@@ -16,6 +16,7 @@ from typing import Any
 from policyd.catalog.snapshot import Catalog, Changes, Key, make_key
 from policyd.facts.derive import intrinsic_facts
 from policyd.facts.fields import Record
+from policyd.memo import Bounded
 from policyd.resources.objects import ACCELERATOR_CLASS_KIND, ServingRuntime
 
 _MEMO_LIMIT = 50_000
@@ -97,17 +98,12 @@ def _profile(runtime: ServingRuntime) -> RuntimeProfile:
     )
 
 
-_PROFILES: dict[str, RuntimeProfile] = {}
+_PROFILES: Bounded[str, RuntimeProfile] = Bounded(_MEMO_LIMIT)
 
 
 def profile(runtime: ServingRuntime) -> RuntimeProfile:
     """What OME's runtime webhook reads of the runtime, made once per manifest."""
-    found = _PROFILES.get(runtime.digest)
-    if found is None:
-        if len(_PROFILES) >= _MEMO_LIMIT:
-            _PROFILES.clear()
-        found = _PROFILES[runtime.digest] = _profile(runtime)
-    return found
+    return _PROFILES.get_or(runtime.digest, lambda: _profile(runtime))
 
 
 def _priorities_differ(entries: Sequence[EntryProfile]) -> str | None:

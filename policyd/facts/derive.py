@@ -12,6 +12,7 @@ from policyd.facts import diffusers_backend
 from policyd.facts.fields import MODEL, Record, fields_of
 from policyd.facts.isvc_checks import isvc_check_facts
 from policyd.facts.scoring import Scoring
+from policyd.memo import Bounded
 from policyd.resources.deployment_modes import COMPONENTS
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ModelRef, ServingRuntime, VersionedName
 from policyd.resources.versions import version_satisfies
@@ -26,8 +27,8 @@ _MEMO_LIMIT = 50_000
 # A model's entry facts against each runtime shape are read again only when a request the
 # shared verdicts have not kept judges that shape (decision/shared.py): fewer are kept.
 _ENTRIES_LIMIT = 12_000
-_ENTRIES: dict[tuple[str, str, Scoring], tuple[Record, ...]] = {}
-_OWN_ENTRIES: dict[tuple[str, Scoring], tuple[Record, ...]] = {}
+_ENTRIES: Bounded[tuple[str, str, Scoring], tuple[Record, ...]] = Bounded(_ENTRIES_LIMIT)
+_OWN_ENTRIES: Bounded[tuple[str, Scoring], tuple[Record, ...]] = Bounded(_MEMO_LIMIT)
 _TAG = re.compile(r":(?P<tag>[\w][\w.-]{0,127})$")
 
 
@@ -53,15 +54,6 @@ def image_unpinned(image: str) -> bool:
 
 def _pairs(values: Mapping[str, str]) -> list[str]:
     return [f"{k}={v}" for k, v in sorted(values.items())]
-
-
-def _memo(cache: dict[Any, T], key: Any, compute: Callable[[], T], limit: int = _MEMO_LIMIT) -> T:
-    hit = cache.get(key)
-    if hit is None:
-        if len(cache) >= limit:
-            cache.clear()
-        hit = cache[key] = compute()
-    return hit
 
 
 def _request_facts(isvc: InferenceService | None, subject: Subject) -> Record:
@@ -124,13 +116,13 @@ def _model_facts(model: BaseModel | None, ref: ModelRef | None) -> Record:
 _NO_MODEL: Record = {name: spec.neutral_value for name, spec in fields_of(MODEL).items()}
 
 
-_MODELS: dict[str, Record] = {}  # a model's facts, by its digest
+_MODELS: Bounded[str, Record] = Bounded(_MEMO_LIMIT)  # a model's facts, by its digest
 
 
 def model_record(model: BaseModel) -> Record:
     """The model's own facts (what a lint record of the model carries), made once per model:
     read them, do not change them."""
-    return _memo(_MODELS, model.digest, lambda: _model_facts(model, None))
+    return _MODELS.get_or(model.digest, lambda: _model_facts(model, None))
 
 
 def subject_record(subject: Subject) -> Record:
@@ -281,8 +273,8 @@ def _entry_relative_facts(model: BaseModel, entry: Entry) -> Record:
 
 def entry_own_facts(runtime: ServingRuntime, scoring: Scoring) -> tuple[Record, ...]:
     """The intrinsic fields of each supportedModelFormats entry (what an index may hold)."""
-    return _memo(
-        _OWN_ENTRIES, (runtime.shape, scoring), lambda: tuple(entry_alone_facts(e, scoring) for e in runtime.entries)
+    return _OWN_ENTRIES.get_or(
+        (runtime.shape, scoring), lambda: tuple(entry_alone_facts(e, scoring) for e in runtime.entries)
     )
 
 
@@ -290,11 +282,8 @@ def entry_facts(model: BaseModel, runtime: ServingRuntime, scoring: Scoring) -> 
     """The entry-only fields of each supportedModelFormats entry against the model."""
     key = (model.digest, runtime.shape, scoring)
     own = entry_own_facts(runtime, scoring)
-    return _memo(
-        _ENTRIES,
-        key,
-        lambda: tuple({**o, **_entry_relative_facts(model, e)} for o, e in zip(own, runtime.entries, strict=True)),
-        _ENTRIES_LIMIT,
+    return _ENTRIES.get_or(
+        key, lambda: tuple({**o, **_entry_relative_facts(model, e)} for o, e in zip(own, runtime.entries, strict=True))
     )
 
 

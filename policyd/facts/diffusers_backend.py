@@ -14,13 +14,14 @@ from typing import Any
 from policyd.facts.diffusers_config import BackendConfig, backend_config, read
 from policyd.facts.engine_args import ServeArgs
 from policyd.facts.fields import Record
+from policyd.memo import Bounded
 from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
 from policyd.semantics import vllm_omni as omni
 from policyd.semantics.runner_merge import Runner, engine_runner
 
 _MEMO_LIMIT = 50_000
-_RUNTIME: dict[tuple[str, str], Record] = {}
-_MODEL: dict[str, Record] = {}
+_RUNTIME: Bounded[tuple[str, str], Record] = Bounded(_MEMO_LIMIT)
+_MODEL: Bounded[str, Record] = Bounded(_MEMO_LIMIT)
 # the last InferenceService's engine key: asked for once per runtime in a request
 _last = threading.local()
 
@@ -89,21 +90,22 @@ def model_facts(model: BaseModel) -> Record:
     """How the backend sees the model (memoised by the model's digest)."""
     hit = _MODEL.get(model.digest)
     if hit is None:
-        if len(_MODEL) >= _MEMO_LIMIT:
-            _MODEL.clear()
         names = omni.component_names(model)
         cls = omni.pipeline_class(model)
         repo = omni.hf_repo(model)
-        hit = _MODEL[model.digest] = {
-            "model_pipeline_class": cls,
-            "model_pipeline_native": cls in omni.NATIVE_PIPELINES,
-            "model_pipeline_wan": cls in omni.WAN_PIPELINES,
-            "model_pipeline_known": model.pipeline is not None,
-            "model_pipeline_components": ", ".join(names) or "<none>",
-            "model_has_transformer_component": any(n in omni.TRANSFORMER_COMPONENTS for n in names),
-            "model_hf_repo": repo,
-            "model_diffusers_verified": omni.verified(repo) if repo else False,
-        }
+        hit = _MODEL.put(
+            model.digest,
+            {
+                "model_pipeline_class": cls,
+                "model_pipeline_native": cls in omni.NATIVE_PIPELINES,
+                "model_pipeline_wan": cls in omni.WAN_PIPELINES,
+                "model_pipeline_known": model.pipeline is not None,
+                "model_pipeline_components": ", ".join(names) or "<none>",
+                "model_has_transformer_component": any(n in omni.TRANSFORMER_COMPONENTS for n in names),
+                "model_hf_repo": repo,
+                "model_diffusers_verified": omni.verified(repo) if repo else False,
+            },
+        )
     return hit
 
 
@@ -140,8 +142,6 @@ def engine_facts(runtime: ServingRuntime, isvc: InferenceService | None) -> Reco
     key = (runtime.digest, engine_key(isvc))
     hit = _RUNTIME.get(key)
     if hit is None:
-        if len(_RUNTIME) >= _MEMO_LIMIT:
-            _RUNTIME.clear()
         config = config_for(runtime, isvc)
-        hit = _RUNTIME[key] = NO_ENGINE if config is None else _config_facts(config)
+        hit = _RUNTIME.put(key, NO_ENGINE if config is None else _config_facts(config))
     return hit

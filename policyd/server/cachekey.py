@@ -17,6 +17,7 @@ from google.protobuf.message import Message
 
 from policyd.errors import InvalidInput
 from policyd.facts.isvc_checks import NAME
+from policyd.memo import Lru
 from policyd.policy.model import Policy, Rule
 from policyd.policy.templates import placeholders
 from policyd.resources.proto import manifest_text
@@ -33,19 +34,18 @@ def _readers(policy: Policy) -> Iterator[Rule]:
     return (rule for rule in policy.rules if not _about_invalid_names(rule))
 
 
-_READS: dict[str, bool] = {}
+_READS: Lru[str, bool] = Lru(16)
 
 
 def reads_name(policy: Policy) -> bool:
     """Whether any rule tests, or any template or message prints, the InferenceService's name."""
-    found = _READS.get(policy.revision)
-    if found is None:
-        if len(_READS) > 16:
-            _READS.clear()
-        found = _READS[policy.revision] = any(NAME_FIELD in rule.fields for rule in _readers(policy)) or any(
-            NAME_FIELD in placeholders(t) for t in policy.templates(_readers(policy))
-        )
-    return found
+    return _READS.get_or(
+        policy.revision,
+        lambda: (
+            any(NAME_FIELD in rule.fields for rule in _readers(policy))
+            or any(NAME_FIELD in placeholders(t) for t in policy.templates(_readers(policy)))
+        ),
+    )
 
 
 def _nameless(request: Message) -> Message | None:

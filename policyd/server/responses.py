@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -19,6 +17,7 @@ from policyd.decision.shared import Encodings
 from policyd.decision.verdicts import RuntimeVerdict
 from policyd.edge import limits
 from policyd.edge.gate import Preencoded
+from policyd.memo import Bounded, Lru
 from policyd.policy.outcomes import Reason, Refusal
 from policyd.resources.objects import Entry, Pipeline, PipelineComponent, ServingRuntime, VersionedName
 from policyd.resources.proto import manifest_to_message
@@ -148,20 +147,17 @@ def _head(tag: bytes, n: int) -> bytes:
     return heads[n] if n < len(heads) else tag + _varint(n)
 
 
-_IDENTITY: dict[str, bytes] = {}  # by the runtime's digest (its name, kind and namespace among its content)
-_IDENTITY_LIMIT = 200_000
+_IDENTITY: Bounded[str, bytes] = Bounded(
+    200_000
+)  # by the runtime's digest (its name, kind and namespace among its content)
 
 
 def _identity(runtime: ServingRuntime) -> bytes:
     """The runtime's identity as a RuntimeVerdict's fields 1-3 encode it."""
-    key = runtime.digest
-    found = _IDENTITY.get(key)
+    found = _IDENTITY.get(runtime.digest)
     if found is None:
-        if len(_IDENTITY) >= _IDENTITY_LIMIT:
-            _IDENTITY.clear()
-        found = _IDENTITY[key] = pb.RuntimeVerdict(
-            name=runtime.meta.name, kind=runtime.kind, namespace=runtime.meta.namespace
-        ).SerializeToString()
+        identity = pb.RuntimeVerdict(name=runtime.meta.name, kind=runtime.kind, namespace=runtime.meta.namespace)
+        found = _IDENTITY.put(runtime.digest, identity.SerializeToString())
     return found
 
 
@@ -172,8 +168,7 @@ def identities(runtimes: Iterable[ServingRuntime]) -> list[bytes]:
 _SCOPES_KEPT = 16
 # the identities of the last scopes answered about, with the scope (a catalog's scopes are the
 # same objects while it stands, and a tuple's runtimes stay its own)
-_SCOPES: OrderedDict[int, tuple[Sequence[ServingRuntime], list[bytes]]] = OrderedDict()
-_SCOPES_LOCK = threading.Lock()
+_SCOPES: Lru[int, tuple[Sequence[ServingRuntime], list[bytes]]] = Lru(_SCOPES_KEPT)
 
 
 def scope_identities(scope: Sequence[ServingRuntime]) -> Sequence[bytes]:
@@ -183,10 +178,7 @@ def scope_identities(scope: Sequence[ServingRuntime]) -> Sequence[bytes]:
     if seen is not None and seen[0] is scope:
         return seen[1]
     found = identities(scope)
-    with _SCOPES_LOCK:
-        _SCOPES[id(scope)] = (scope, found)
-        while len(_SCOPES) > _SCOPES_KEPT:
-            _SCOPES.popitem(last=False)
+    _SCOPES.put(id(scope), (scope, found))
     return found
 
 

@@ -8,15 +8,14 @@ a CI job asking about the same catalog again is answered from them."""
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from typing import TypeVar
 
 from policyd.catalog.snapshot import Catalog, CatalogObject
 from policyd.contract import policy_pb2 as pb
 from policyd.decision import orchestrator
 from policyd.errors import InvalidInput
+from policyd.memo import Lru
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision_texts
 from policyd.resources.objects import InferenceService
@@ -28,27 +27,6 @@ from policyd.whatif.lint import Linting, lint
 from policyd.whatif.simulate import Cause, Decision, decide, propose, simulate
 
 T = TypeVar("T")
-
-
-class _Lru(OrderedDict[Hashable, T]):
-    """A small least-recently-used memo, safe across the server's threads."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.size = size
-        self.lock = threading.Lock()
-
-    def get_or(self, key: Hashable, compute: Callable[[], T]) -> T:
-        with self.lock:
-            if key in self:
-                self.move_to_end(key)
-                return self[key]
-        value = compute()
-        with self.lock:
-            self[key] = value
-            while len(self) > self.size:
-                self.popitem(last=False)
-        return value
 
 
 def _decision(value: Decision) -> pb.Decision:
@@ -81,10 +59,10 @@ def _cause(value: Cause) -> pb.ChangeCause:
 class WhatIf:
     def __init__(self, state: ServingState) -> None:
         self.state = state
-        self._revisions: _Lru[Revision] = _Lru(4)
+        self._revisions: Lru[tuple[str, str], Revision] = Lru(4)
         # slim decisions (no verdicts but the chosen runtime's) by revisions and InferenceService
-        self._decisions: _Lru[Decision] = _Lru(50_000)
-        self._lints: _Lru[Linting] = _Lru(4)
+        self._decisions: Lru[tuple[str, str, str], Decision] = Lru(50_000)
+        self._lints: Lru[tuple[str, str], Linting] = Lru(4)
 
     def _rules(self, files: Sequence[pb.RuleFile], serving: Revision) -> Revision:
         """The revision of the rule files sent, beside the serving rules; the serving one for none."""

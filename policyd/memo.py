@@ -1,0 +1,74 @@
+"""policyd's caches: one facility, with the two policies each kind of key pays for.
+
+- ``Lru``: cachetools' LRUCache behind a lock, for what is keyed by requests, revisions or
+  scopes, whose reuse is uneven: the least recently used go first.
+- ``Bounded``: a dict read without a lock and emptied when full, for what is keyed by catalog
+  objects and read by the thousand in one decision: an LRU's bookkeeping on every read would
+  cost more than filling it again after a reload or a new catalog.
+
+A value is computed outside any lock: two threads may compute one key at once, and either
+result stands (every cached value is a pure function of its key).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from cachetools import LRUCache
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Bounded(Generic[K, V]):
+    __slots__ = ("_items", "size")
+
+    def __init__(self, size: int) -> None:
+        self._items: dict[K, V] = {}
+        self.size = size
+
+    def get(self, key: K) -> V | None:
+        return self._items.get(key)
+
+    def put(self, key: K, value: V) -> V:
+        if len(self._items) >= self.size:
+            self._items.clear()
+        self._items[key] = value
+        return value
+
+    def get_or(self, key: K, compute: Callable[[], V]) -> V:
+        hit = self._items.get(key)
+        return hit if hit is not None else self.put(key, compute())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class Lru(Generic[K, V]):
+    __slots__ = ("_items", "_lock")
+
+    def __init__(self, size: int) -> None:
+        self._items: LRUCache[K, V] = LRUCache(size)
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: K, value: V) -> V:
+        with self._lock:
+            self._items[key] = value
+        return value
+
+    def get_or(self, key: K, compute: Callable[[], V]) -> V:
+        hit = self.get(key)
+        return hit if hit is not None else self.put(key, compute())
+
+    def pop(self, key: K) -> V | None:
+        with self._lock:
+            return self._items.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._items)
