@@ -63,6 +63,16 @@ def _request_catalog(base: Catalog, value: pb.RequestCatalog, fields: FieldCheck
     return base.overlay(objects, value.isolated)
 
 
+def _looked_up(
+    request: pb.ResolveRequest | pb.EffectiveRequest | pb.DecideRequest, base: Catalog, fields: FieldCheck
+) -> tuple[str, InferenceService, Catalog]:
+    """A request about one InferenceService and how its runtime is looked up: the lookup
+    mode, the InferenceService and the catalog it is decided on."""
+    lookup = check_lookup(request.lookup)
+    isvc = parse_isvc(request.inference_service, fields)
+    return lookup, isvc, _request_catalog(base, request.catalog, fields)
+
+
 def _modes(result: decide.Effective) -> list[pb.ComponentMode]:
     return [
         pb.ComponentMode(component=m.component, mode=m.mode, source=m.source, error=responses.rejection(m.error))
@@ -252,9 +262,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def _resolve(
         self, request: pb.ResolveRequest, revision: Revision, base: Catalog, fields: FieldCheck
     ) -> pb.ResolveResponse:
-        lookup = check_lookup(request.lookup)
-        isvc = parse_isvc(request.inference_service, fields)
-        catalog = _request_catalog(base, request.catalog, fields)
+        lookup, isvc, catalog = _looked_up(request, base, fields)
         with under(ISVC_FIELD):
             result = decide.resolve(catalog, isvc, revision, lookup)
         verdict = result.verdict
@@ -279,9 +287,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def _effective(
         self, request: pb.EffectiveRequest, revision: Revision, base: Catalog, fields: FieldCheck
     ) -> pb.EffectiveResponse:
-        lookup = check_lookup(request.lookup)
-        isvc = parse_isvc(request.inference_service, fields)
-        catalog = _request_catalog(base, request.catalog, fields)
+        lookup, isvc, catalog = _looked_up(request, base, fields)
         with under(ISVC_FIELD):
             result = decide.effective(catalog, isvc, revision, lookup, fast=self.fast)
         runtime = result.runtime
@@ -300,9 +306,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def _decide(
         self, request: pb.DecideRequest, revision: Revision, base: Catalog, fields: FieldCheck
     ) -> pb.DecideResponse:
-        lookup = check_lookup(request.lookup)
-        isvc = parse_isvc(request.inference_service, fields)
-        catalog = _request_catalog(base, request.catalog, fields)
+        lookup, isvc, catalog = _looked_up(request, base, fields)
         with under(ISVC_FIELD):
             result = decide.decide(catalog, isvc, revision, lookup, fast=self.fast)
         answer = pb.DecideResponse(revisions=self._revisions(revision, catalog), named=isvc.runtime is not None)
