@@ -1,7 +1,8 @@
 """policyd's caches: one facility, with the two policies each kind of key pays for.
 
 - ``Lru``: cachetools' LRUCache behind a lock, for what is keyed by requests, revisions or
-  scopes, whose reuse is uneven: the least recently used go first.
+  scopes, whose reuse is uneven: the least recently used go first. Bounded by a count, or by
+  what ``weigh`` makes of the values (bytes, say).
 - ``Bounded``: a dict read without a lock and emptied when full, for what is keyed by catalog
   objects and read by the thousand in one decision: an LRU's bookkeeping on every read would
   cost more than filling it again after a reload or a new catalog.
@@ -47,10 +48,11 @@ class Bounded(Generic[K, V]):
 
 
 class Lru(Generic[K, V]):
-    __slots__ = ("_items", "_lock")
+    __slots__ = ("_items", "_lock", "_weigh")
 
-    def __init__(self, size: int) -> None:
-        self._items: LRUCache[K, V] = LRUCache(size)
+    def __init__(self, size: int, weigh: Callable[[V], int] | None = None) -> None:
+        self._items: LRUCache[K, V] = LRUCache(size, getsizeof=weigh)
+        self._weigh = weigh
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
@@ -58,6 +60,9 @@ class Lru(Generic[K, V]):
             return self._items.get(key)
 
     def put(self, key: K, value: V) -> V:
+        """Keep ``value`` (not when it alone outweighs the bound: it is only returned)."""
+        if self._weigh is not None and self._weigh(value) > self._items.maxsize:
+            return value
         with self._lock:
             self._items[key] = value
         return value

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import TypeVar
 
 from policyd.catalog.snapshot import Catalog, make_key
@@ -14,8 +13,8 @@ from policyd.decision.candidates import Planner, index_for, selectable_candidate
 from policyd.decision.diffusers_effective import DiffusersEffective, backend_effective
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import rank
-from policyd.decision.shared import Encodings, NamedVerdicts, SharedVerdicts
-from policyd.decision.verdicts import RuntimeVerdict
+from policyd.decision.shared import KeptRows, NamedVerdicts, SharedVerdicts
+from policyd.decision.verdicts import RuntimeVerdict, Verdict, reasons
 from policyd.errors import InvalidInput
 from policyd.facts.derive import (
     Subject,
@@ -61,15 +60,14 @@ class Explanation:
     model: BaseModel
     model_format: str
     scope: Sequence[ServingRuntime]  # every runtime in scope, in scope order (the catalog's object)
-    # each one's verdict; a verdict may stand for every runtime of its shape (its own
-    # ``runtime`` is then one of them: decision/shared.py)
-    verdicts: Sequence[RuntimeVerdict]
-    encodings: Encodings | None = None  # kept with the verdicts, when they are (decision/shared.py)
+    # each one's verdict; a verdict may stand for every runtime of its shape (decision/shared.py)
+    verdicts: Sequence[Verdict]
+    kept: KeptRows | None = None  # which kept verdicts they are, when they are (decision/shared.py)
 
-    @cached_property
-    def runtimes(self) -> tuple[RuntimeVerdict, ...]:
-        """Each runtime's verdict, about that runtime."""
-        return tuple(v if v.runtime is r else v.on(r) for r, v in zip(self.scope, self.verdicts, strict=True))
+    @property
+    def runtimes(self) -> list[RuntimeVerdict]:
+        """Each runtime with its verdict."""
+        return list(map(RuntimeVerdict, self.scope, self.verdicts))
 
 
 @dataclass(frozen=True)
@@ -166,7 +164,7 @@ def _admission(revision: Revision, subject: Subject, base: Record) -> list[Refus
 
 def _judge(
     revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], named: bool
-) -> list[RuntimeVerdict]:
+) -> list[Verdict]:
     """One verdict per runtime, in the order given; each scope's records go to the engine in one batch."""
     policy, engine = revision.policy, revision.engine
     scoring = policy.scoring
@@ -191,10 +189,9 @@ def _judge(
 
 def _verdicts_in_scope(
     revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], fast: bool
-) -> tuple[list[RuntimeVerdict], Encodings | None]:
-    """As ``_judge`` (named=False); ``fast`` judges each shape of runtime once
-    (decision/shared.py), so a verdict may be about another runtime of its shape, and keeps
-    the table of their encodings."""
+) -> tuple[list[Verdict], KeptRows | None]:
+    """As ``_judge`` (named=False); ``fast`` judges each shape of runtime once and keeps the
+    verdicts (decision/shared.py), so a verdict may have been judged for another runtime of its shape."""
     if not fast:
         return _judge(revision, subject, base, runtimes, named=False), None
     shared = _shared_verdicts(revision)
@@ -204,15 +201,10 @@ def _verdicts_in_scope(
 
 def _judge_in_scope(
     revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], fast: bool
-) -> list[tuple[ServingRuntime, RuntimeVerdict]]:
+) -> list[RuntimeVerdict]:
     """Each runtime with its verdict, as ``_verdicts_in_scope``."""
     verdicts, _ = _verdicts_in_scope(revision, subject, base, runtimes, fast)
-    return list(zip(runtimes, verdicts, strict=True))
-
-
-def _on_own_runtimes(rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]]) -> list[RuntimeVerdict]:
-    """Each verdict told of its row's runtime: a shared verdict was judged on another of its shape."""
-    return [v if v.runtime is r else v.on(r) for r, v in rows]
+    return list(map(RuntimeVerdict, runtimes, verdicts))
 
 
 def _verdict(
@@ -223,7 +215,7 @@ def _verdict(
     fired: Fired,
     entries: list[tuple[Record, Fired]],
     named: bool,
-) -> RuntimeVerdict:
+) -> Verdict:
     policy = revision.policy
     checks, _ = runtime_checks(policy, record, fired, entries)
     matched = policy.scoring.matched_entry([e for e, _ in entries], auto_selected=not named)
@@ -236,8 +228,8 @@ def _verdict(
     compatible = not any(c.effect == "exclude" for c in checks)
     rng = runtime.size_range
     size = subject.model.size if subject.model else None
-    return RuntimeVerdict(
-        runtime=runtime,
+    reason, compat_reason = reasons(checks)
+    return Verdict(
         record=record,
         checks=checks,
         score=int(record["runtime_score"]) + points if compatible else 0,
@@ -246,6 +238,8 @@ def _verdict(
         size_distance=0.0 if rng is None or size is None else range_distance(size, rng.min, rng.max),
         policy=policy,
         entries_matching=tuple(int(e["entry_index"]) for e, hits in entries if entry_matches(hits)),
+        reason=reason,
+        compat_reason=compat_reason,
     )
 
 
@@ -280,8 +274,8 @@ def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record
     candidates = selectable_candidates(catalog, _planner(revision), subject.namespace, base) if fast else None
     scope = catalog.in_scope(subject.namespace) if candidates is None else candidates
     rows = _judge_in_scope(revision, subject, base, scope, fast)
-    judged = () if fast else tuple(v for _, v in rows)
-    ranking = rank(_on_own_runtimes([(r, v) for r, v in rows if v.selectable]), policy.ranking)
+    judged = () if fast else tuple(rows)
+    ranking = rank(rows, policy.ranking)
     messages = policy.messages
     if ranking:
         values = {"runtime_name": ranking[0].runtime.meta.name, "model_name": subject.model.meta.name}
@@ -312,12 +306,12 @@ def _none_selectable(
     revision: Revision,
     base: Record,
     scope: Sequence[ServingRuntime],
-    rows: Sequence[tuple[ServingRuntime, RuntimeVerdict]],
+    rows: Sequence[RuntimeVerdict],
     keep_judged: bool,
 ) -> Selection:
     policy = revision.policy
     messages = policy.messages
-    excluded = tuple(_on_own_runtimes([(r, v) for r, v in rows if v.checks and v.checks[0].effect in policy.listed]))
+    excluded = tuple(v for v in rows if v.checks and v.checks[0].effect in policy.listed)
     text = templates.render(messages["no_runtime"], base)
     if scope:
         namespaced = sum(1 for r in scope if r.namespaced)
@@ -336,7 +330,7 @@ def _none_selectable(
         )
     kind = policy.kinds[policy.none_selectable]
     found = Refusal(policy.none_selectable, text, "spec.model.name", kind.condition_reason, text, "", 0)
-    return Selection((), found, (), excluded, tuple(v for _, v in rows) if keep_judged else ())
+    return Selection((), found, (), excluded, tuple(rows) if keep_judged else ())
 
 
 def judge(
@@ -344,7 +338,8 @@ def judge(
 ) -> list[RuntimeVerdict]:
     """The verdicts Select reaches for ``runtimes`` (what-if asks about the few a change touches)."""
     subject = _subject(catalog, isvc)
-    return _judge(revision, subject, subject_record(subject), runtimes, named=False)
+    verdicts = _judge(revision, subject, subject_record(subject), runtimes, named=False)
+    return list(map(RuntimeVerdict, runtimes, verdicts))
 
 
 def explain_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision, fast: bool = True) -> Explanation:
@@ -373,8 +368,8 @@ def _explain(
     revision: Revision, catalog: Catalog, subject: Subject, base: Record, model: BaseModel, fast: bool
 ) -> Explanation:
     scope = catalog.in_scope(subject.namespace)
-    verdicts, encodings = _verdicts_in_scope(revision, subject, base, scope, fast)
-    return Explanation(model, format_label(model), scope, verdicts, encodings)
+    verdicts, kept = _verdicts_in_scope(revision, subject, base, scope, fast)
+    return Explanation(model, format_label(model), scope, verdicts, kept)
 
 
 def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Resolution:
@@ -410,26 +405,28 @@ def resolve_reviewed(
     assert isvc is not None
     runtime = lookup(catalog, isvc, mode)
     candidates = list(refusals)
+    judged: Verdict | None = None
     verdict = None
     if runtime is not None:
         named_runtime = runtime
 
-        def judge() -> RuntimeVerdict:
+        def judge() -> Verdict:
             return _judge(revision, subject, base, [named_runtime], named=True)[0]
 
-        verdict = _named_verdicts(revision).judged(subject, base, runtime, judge) if fast else judge()
-    if verdict is not None and (named := verdict.named_refusal()) is not None:
+        judged = _named_verdicts(revision).judged(subject, base, runtime, judge) if fast else judge()
+        verdict = RuntimeVerdict(runtime, judged)
+    if judged is not None and (named := judged.named_refusal()) is not None:
         candidates.append(named)
     if admission:
         candidates = [r for r in candidates if r.admission]
     if candidates:
         return Resolution(runtime, verdict, refusal=min(candidates, key=lambda r: r.order))
-    if verdict is None or subject.model is None:
+    if judged is None or subject.model is None:
         # No model: OME skips all model work, so there is nothing to check support against.
         return Resolution(runtime, verdict)
-    check = verdict.when_named(WARN)
+    check = judged.when_named(WARN)
     if check is None:
-        return Resolution(runtime, verdict, entry_index=verdict.entry_index)
+        return Resolution(runtime, verdict, entry_index=judged.entry_index)
     assert isvc.runtime is not None and runtime is not None
     values = {
         "runtime_name": runtime.meta.name,
@@ -445,7 +442,7 @@ def resolve_reviewed(
         warning=warning,
         event=event,
         event_reason=policy.kinds[check.kind].event_reason if event else "",
-        entry_index=verdict.entry_index,
+        entry_index=judged.entry_index,
     )
 
 
@@ -541,7 +538,7 @@ def refusal_when_named(revision: Revision, runtime: ServingRuntime) -> Reason | 
     checks, _ = runtime_checks(policy, record, fired, ())
     # an entry group's check says "no entry matches": it is about the model, not the runtime alone
     alone = tuple(c for c in checks if c.group is None or c.group.entries is None)
-    check = RuntimeVerdict(runtime, record, alone, 0, -1, (), 0.0, policy).when_named(BLOCK)
+    check = Verdict(record, alone, 0, -1, (), 0.0, policy).when_named(BLOCK)
     return check.reason() if check is not None else None
 
 

@@ -29,14 +29,13 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, cast
 
-from policyd.decision.verdicts import RuntimeVerdict, Shared
+from policyd.decision.verdicts import RuntimeVerdict, Verdict
 from policyd.facts.derive import Subject, intrinsic_facts
 from policyd.facts.fields import ENTRY, FIELDS, MODEL, REQUEST, RUNTIME, Record, reader
 from policyd.memo import Lru
@@ -46,21 +45,31 @@ from policyd.policy.templates import placeholders
 from policyd.resources.objects import ServingRuntime
 
 KEPT_VERDICTS = 60_000  # across request keys; verdicts that say the same are one object
-Judge = Callable[[Sequence[ServingRuntime]], list[RuntimeVerdict]]
+Judge = Callable[[Sequence[ServingRuntime]], list[Verdict]]  # one verdict per runtime given, in order
 Key = tuple[Any, ...]
 
 
-class Encodings:
-    """What a transport made of the verdicts kept for one request key (each one's ``Shared.wire``),
-    by runtime key, and the keys of the runtimes asked about: an answer about a whole scope
-    reads them from one table instead of reaching through each verdict (cold, that was a third
-    of encoding it). Kept and dropped with the request key's verdicts."""
+class Kept:
+    """The verdicts kept for one request key, by runtime key. A server keeps what it makes of
+    them (their encodings) by this object: they live and go together. Replaced, not changed,
+    when a key's verdict is judged again."""
 
-    __slots__ = ("keys", "wires")
+    __slots__ = ("__weakref__", "verdicts")
 
-    def __init__(self, keys: Sequence[int], wires: dict[int, bytes]) -> None:
-        self.keys = keys
-        self.wires = wires
+    def __init__(self, verdicts: dict[int, Verdict]) -> None:
+        self.verdicts = verdicts
+
+
+@dataclass(frozen=True)
+class KeptRows:
+    """Which kept verdicts an answer's rows are: the request key's, by these runtime keys."""
+
+    kept: Kept
+    keys: Sequence[int]
+
+
+def _size(kept: Kept) -> int:
+    return len(kept.verdicts)
 
 
 def _rule_prints(rule: Rule) -> set[str]:
@@ -122,11 +131,10 @@ def _check_key(check: Check) -> Key:
     )
 
 
-def _without_records(verdict: RuntimeVerdict, checks: dict[Key, Check]) -> RuntimeVerdict:
-    """The verdict without its fact records: its reasons worked out, its checks kept for their
+def _without_records(verdict: Verdict, checks: dict[Key, Check]) -> Verdict:
+    """The verdict without its fact records: its reasons as judged, its checks kept for their
     order, effect and kind (a shared verdict is never asked for a named runtime's refusal),
     each check one object (from ``checks``) for every verdict that fails it."""
-    reason, compat = verdict.reason, verdict.compat_reason
     kept_checks = []
     for check in verdict.checks:
         key = _check_key(check)
@@ -134,13 +142,11 @@ def _without_records(verdict: RuntimeVerdict, checks: dict[Key, Check]) -> Runti
         if found is None:
             found = checks.setdefault(key, replace(check, record=_NO_RECORD, entries=()))
         kept_checks.append(found)
-    kept = replace(verdict, record=_NO_RECORD, checks=tuple(kept_checks), shared=Shared())
-    kept.__dict__.update(reason=reason, compat_reason=compat)  # the cached properties, as judged
-    return kept
+    return replace(verdict, record=_NO_RECORD, checks=tuple(kept_checks))
 
 
-def _content(verdict: RuntimeVerdict) -> Key:
-    """All a kept verdict says; not which runtime it was judged for (its runtimes read it as theirs)."""
+def _content(verdict: Verdict) -> Key:
+    """All a kept verdict says."""
     return (
         tuple(map(_check_key, verdict.checks)),
         verdict.score,
@@ -158,7 +164,7 @@ class SharedVerdicts:
     and the facts that matter of its own, then those of them its verdicts print only. A runtime
     key is a number standing for those (hashing it is what a large scope does most)."""
 
-    def __init__(self, policy: Policy, kept: int = KEPT_VERDICTS) -> None:
+    def __init__(self, policy: Policy, bound: int = KEPT_VERDICTS) -> None:
         relevant = fields_that_matter(policy)
         own = {f for f, spec in FIELDS.items() if spec.scope == RUNTIME and not spec.relational}
         request_fields = sorted(f for f in relevant.tested | relevant.printed if FIELDS[f].scope in (REQUEST, MODEL))
@@ -168,19 +174,17 @@ class SharedVerdicts:
         self._prints = {i: printed & printed_only for i, printed in relevant.prints.items() if printed & printed_only}
         # by shape: the printed-only facts some verdict of that shape printed
         self._printing: dict[Key, tuple[str, ...]] = {}
-        self._kept = kept
-        # by request key: its verdicts and what a transport made of them, by runtime key
-        self._by_request: OrderedDict[Key, tuple[dict[int, RuntimeVerdict], dict[int, bytes]]] = OrderedDict()
-        self._count = 0
+        self._bound = bound
+        self._by_request: Lru[Key, Kept] = Lru(bound, _size)  # bounded by the verdicts they keep in all
         self._numbers: dict[Key, int] = {}
         # kept verdicts by what they say, while some request key holds them
-        self._distinct: weakref.WeakValueDictionary[Key, RuntimeVerdict] = weakref.WeakValueDictionary()
+        self._distinct: weakref.WeakValueDictionary[Key, Verdict] = weakref.WeakValueDictionary()
         self._checks: dict[Key, Check] = {}  # the kept checks, one per rule or group (and its order)
         self._numbering = itertools.count()  # next() is atomic: callers number keys unlocked
         self._keys: dict[str, int] = {}  # by runtime digest
         # the keys of the last scopes asked about (a catalog's scopes are the same objects
         # while it stands), with the key table they were read from
-        self._scopes: OrderedDict[int, tuple[Sequence[ServingRuntime], dict[str, int], list[int]]] = OrderedDict()
+        self._scopes: Lru[int, tuple[Sequence[ServingRuntime], dict[str, int], list[int]]] = Lru(self._SCOPES)
         self._lock = threading.Lock()
 
     def request_key(self, subject: Subject, base: Record, named: bool) -> Key:
@@ -203,13 +207,13 @@ class SharedVerdicts:
             key = self._numbers.get(full)
             if key is None:
                 key = self._numbers.setdefault(full, next(self._numbering))
-            if len(keys) >= 4 * self._kept:
+            if len(keys) >= 4 * self._bound:
                 keys.clear()
                 self._numbers.clear()
             keys[runtime.digest] = key
         return key
 
-    def _printed_only(self, verdict: RuntimeVerdict) -> set[str]:
+    def _printed_only(self, verdict: Verdict) -> set[str]:
         """The facts the verdict prints that no rule tests (a runtime's name, say)."""
         prints = self._prints
         if not prints:
@@ -220,19 +224,16 @@ class SharedVerdicts:
 
     def judged(
         self, request: Key, runtimes: Sequence[ServingRuntime], judge: Judge
-    ) -> tuple[list[RuntimeVerdict], Encodings | None]:
-        """A verdict for each runtime, in order: one verdict for all the runtimes of a key (so
-        its ``runtime`` is one of them); ``judge`` judges the keys not seen yet. With their
-        Encodings, None when the verdicts are not kept."""
-        with self._lock:
-            found = self._by_request.get(request)
-            if found is not None:
-                self._by_request.move_to_end(request)
-        known = found[0] if found is not None else {}
+    ) -> tuple[list[Verdict], KeptRows | None]:
+        """A verdict for each runtime, in order: one verdict for all the runtimes of a key;
+        ``judge`` judges the keys not seen yet. With which kept verdicts they are, None when
+        they are not kept."""
+        found = self._by_request.get(request)
+        known = found.verdicts if found is not None else {}
         printing = self._printing
         keys = self._runtime_keys(runtimes)
         try:  # a known request: the lookups cost less than a set of the keys
-            return list(map(known.__getitem__, keys)), Encodings(keys, found[1]) if found is not None else None
+            return list(map(known.__getitem__, keys)), KeptRows(found, keys) if found is not None else None
         except KeyError:
             missing = set(keys).difference(known)
         fresh = self._judged(keys, runtimes, missing, judge)
@@ -242,11 +243,11 @@ class SharedVerdicts:
             fresh = {self.runtime_key(v.runtime): v for v in fresh.values()}
             keys = self._runtime_keys(runtimes)
             fresh.update(self._judged(keys, runtimes, set(keys).difference(known, fresh), judge))
-        if len(fresh) > self._kept // 4:
-            return [fresh.get(k) or known[k] for k in keys], None
-        kept = {k: self._shared_form(v) for k, v in fresh.items()}
-        wires = self._keep(request, kept)
-        return [kept.get(k) or known[k] for k in keys], Encodings(keys, wires)
+        if len(fresh) > self._bound // 4:
+            return [fresh[k].verdict if k in fresh else known[k] for k in keys], None
+        kept = self._keep(request, {k: self._shared_form(v.verdict) for k, v in fresh.items()}, found)
+        verdicts = kept.verdicts
+        return list(map(verdicts.__getitem__, keys)), KeptRows(kept, keys)
 
     _SCOPES = 16
 
@@ -260,19 +261,16 @@ class SharedVerdicts:
             found = [self.runtime_key(r) if k is None else k for k, r in zip(found, runtimes, strict=True)]
         keys = cast(list[int], found)
         if len(runtimes) > self._SCOPES * 4:  # worth keeping: a scope, not a few candidates
-            with self._lock:
-                self._scopes[id(runtimes)] = (runtimes, table, keys)
-                while len(self._scopes) > self._SCOPES:
-                    self._scopes.popitem(last=False)
+            self._scopes.put(id(runtimes), (runtimes, table, keys))
         return keys
 
     def _learn(self, verdicts: Iterable[RuntimeVerdict]) -> bool:
         """Note the printed-only facts each verdict prints by its shape; whether any is new."""
         new: dict[Key, tuple[str, ...]] = {}
-        for verdict in verdicts:
-            printed = self._printed_only(verdict)
+        for judged in verdicts:
+            printed = self._printed_only(judged.verdict)
             if printed:
-                shape = self._shape(verdict.runtime, intrinsic_facts(verdict.runtime))
+                shape = self._shape(judged.runtime, intrinsic_facts(judged.runtime))
                 known = set(new.get(shape) or self._printing.get(shape, ()))
                 if not printed <= known:
                     new[shape] = tuple(sorted(known | printed))
@@ -288,9 +286,9 @@ class SharedVerdicts:
         keys: Sequence[int], runtimes: Sequence[ServingRuntime], missing: set[int], judge: Judge
     ) -> dict[int, RuntimeVerdict]:
         todo = {k: r for k, r in zip(keys, runtimes, strict=True) if k in missing}
-        return dict(zip(todo, judge(list(todo.values())), strict=True))
+        return {k: RuntimeVerdict(r, v) for (k, r), v in zip(todo.items(), judge(list(todo.values())), strict=True)}
 
-    def _shared_form(self, verdict: RuntimeVerdict) -> RuntimeVerdict:
+    def _shared_form(self, verdict: Verdict) -> Verdict:
         """The kept form of ``verdict``: one object for every verdict that says the same (the
         same shape under requests that differ in what it does not read says the same)."""
         content = _content(verdict)
@@ -299,19 +297,18 @@ class SharedVerdicts:
             self._distinct[content] = found = _without_records(verdict, self._checks)
         return found
 
-    def _keep(self, request: Key, fresh: dict[int, RuntimeVerdict]) -> dict[int, bytes]:
-        """Keep ``fresh`` for ``request``; the request key's table of encodings."""
+    def _keep(self, request: Key, fresh: dict[int, Verdict], known: Kept | None) -> Kept:
+        """Keep ``fresh`` for ``request``, beside what it kept when ``known`` was read; what the
+        request key keeps now."""
         with self._lock:
-            mine, wires = self._by_request.setdefault(request, ({}, {}))
-            self._count += len(fresh.keys() - mine.keys())
-            mine.update(fresh)
-            for key in fresh.keys() & wires.keys():  # (a key judged again, by a call racing this one)
-                del wires[key]
-            self._by_request.move_to_end(request)
-            while self._count > self._kept and len(self._by_request) > 1:
-                _, (gone, _) = self._by_request.popitem(last=False)
-                self._count -= len(gone)
-            return wires
+            mine = self._by_request.get(request)
+            if mine is None:  # (``known`` gone meanwhile, pushed out by others)
+                mine = Kept({**known.verdicts, **fresh} if known is not None else fresh)
+            elif fresh.keys() & mine.verdicts.keys():  # a key judged again (by a racing call): a new table
+                mine = Kept({**mine.verdicts, **fresh})
+            else:
+                mine.verdicts.update(fresh)
+            return self._by_request.put(request, mine)  # weighed again, as it grew
 
 
 NAMED_VERDICTS = 1024  # (runtime, request key) pairs: a cluster names few runtimes, in few shapes of request
@@ -325,18 +322,15 @@ class NamedVerdicts:
     A review of an InferenceService under a new name (each ``kubectl apply`` of one) then reads
     the verdict of its shape."""
 
-    def __init__(self, policy: Policy, kept: int = NAMED_VERDICTS) -> None:
+    def __init__(self, policy: Policy, bound: int = NAMED_VERDICTS) -> None:
         judged = [r for r in policy.rules if r.applies_to in (RUNTIME, ENTRY)]  # what renders from its record
         printed = {name for template in policy.templates(judged) for name in placeholders(template)}
         facts = fields_that_matter(policy).tested | (printed & FIELDS.keys())
         self._request_values = reader(sorted(f for f in facts if FIELDS[f].scope in (REQUEST, MODEL)))
-        self._verdicts: Lru[Key, RuntimeVerdict] = Lru(kept)
+        self._verdicts: Lru[Key, Verdict] = Lru(bound)
 
-    def judged(
-        self, subject: Subject, base: Record, runtime: ServingRuntime, judge: Callable[[], RuntimeVerdict]
-    ) -> RuntimeVerdict:
+    def judged(self, subject: Subject, base: Record, runtime: ServingRuntime, judge: Callable[[], Verdict]) -> Verdict:
+        """The verdict of ``runtime`` (perhaps judged on an equal runtime of an earlier catalog)."""
         isvc = subject.isvc.shape if subject.isvc is not None else ""
         model = subject.model.digest if subject.model else ""
-        verdict = self._verdicts.get_or((runtime.digest, model, isvc, self._request_values(base)), judge)
-        # judged on an equal runtime of an earlier catalog: this one is its own
-        return verdict if verdict.runtime is runtime else verdict.on(runtime)
+        return self._verdicts.get_or((runtime.digest, model, isvc, self._request_values(base)), judge)

@@ -1,10 +1,14 @@
 """From fired rules to a runtime's verdict: what its checks (policyd/policy/outcomes.py) make
-of it when selected or named, and what a server encodes of it. Pure: checks in, verdicts out."""
+of it when selected or named. Pure: checks in, verdicts out, plain frozen values.
+
+A ``Verdict`` is what the rules say, judged for one runtime; it may stand for every runtime of
+that runtime's shape (decision/shared.py). A ``RuntimeVerdict`` is a runtime with the verdict
+that is its own. Verdicts compare by identity: one object is one judgement, which is what a
+server's encodings of them are kept by (policyd/server/responses.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from policyd.facts.fields import Record
 from policyd.policy import templates
@@ -14,21 +18,9 @@ from policyd.policy.outcomes import Check, Reason, Refusal, refusal
 from policyd.resources.objects import ServingRuntime
 
 
-class Shared:
-    """What a transport made of a shared verdict (its encoded forms), made once."""
-
-    __slots__ = ("ranked", "wire", "wire_full")
-
-    def __init__(self) -> None:
-        self.wire: bytes | None = None  # the verdict in a list's basic view
-        self.wire_full: bytes | None = None  # and in its full one
-        self.ranked: dict[str, bytes] | None = None  # by the shape of runtime
-
-
-@dataclass(frozen=True)
-class RuntimeVerdict:
-    runtime: ServingRuntime
-    record: Record
+@dataclass(frozen=True, eq=False)
+class Verdict:
+    record: Record  # the facts it was judged from (none kept in a shared verdict's)
     checks: tuple[Check, ...]  # every check it fails, in order
     score: int
     entry_index: int  # the matched entry (its acceleratorConfig applies), -1 when none
@@ -36,17 +28,8 @@ class RuntimeVerdict:
     size_distance: float
     policy: Policy = field(repr=False)
     entries_matching: tuple[int, ...] = ()  # the entries that match the model (whatever their autoSelect)
-    # set when the verdict stands for every runtime of a shape (decision/shared.py): what a
-    # server encodes of it once, for all of them
-    shared: Shared | None = field(default=None, repr=False, compare=False)
-
-    def on(self, runtime: ServingRuntime) -> RuntimeVerdict:
-        """This verdict for another runtime of the same shape. The record stays the judged
-        runtime's: a shared verdict is only read for what its shape decides."""
-        clone = object.__new__(RuntimeVerdict)
-        clone.__dict__.update(self.__dict__)
-        clone.__dict__["runtime"] = runtime
-        return clone
+    reason: Reason | None = None  # the first reason in rule order; None when selectable
+    compat_reason: Reason | None = None  # why the runtime does not declare support; None when it does
 
     @property
     def selectable(self) -> bool:
@@ -56,21 +39,8 @@ class RuntimeVerdict:
     def compatible(self) -> bool:
         return not any(c.effect == "exclude" for c in self.checks)
 
-    @cached_property
-    def reason(self) -> Reason | None:
-        """The first reason in rule order; None when selectable."""
-        return self.checks[0].reason() if self.checks else None
-
-    @cached_property
-    def compat_reason(self) -> Reason | None:
-        """Why the runtime does not declare support; None when it does."""
-        check = next((c for c in self.checks if c.effect == "exclude"), None)
-        if check is None:
-            return None
-        return self.reason if check is self.checks[0] else check.reason()
-
     def when_named(self, action: str) -> Check | None:
-        """The first check whose kind does ``action`` (advise, reject) when the runtime is named."""
+        """The first check whose kind does ``action`` (warn, block) when the runtime is named."""
         return next(
             (c for c in self.checks if c.effect != "skip" and self.policy.kinds[c.kind].when_named == action), None
         )
@@ -94,3 +64,57 @@ class RuntimeVerdict:
             rule_id=rule_id,
             order=check.order,
         )
+
+
+def reasons(checks: tuple[Check, ...]) -> tuple[Reason | None, Reason | None]:
+    """A verdict's ``reason`` and ``compat_reason`` for its ``checks``."""
+    if not checks:
+        return None, None
+    first = checks[0].reason()
+    compat = next((c for c in checks if c.effect == "exclude"), None)
+    return first, None if compat is None else first if compat is checks[0] else compat.reason()
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeVerdict:
+    """A runtime and its verdict (judged for it, or for another runtime of its shape)."""
+
+    runtime: ServingRuntime
+    verdict: Verdict
+
+    # what the verdict says, read as this runtime's
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        return self.verdict.checks
+
+    @property
+    def score(self) -> int:
+        return self.verdict.score
+
+    @property
+    def entry_index(self) -> int:
+        return self.verdict.entry_index
+
+    @property
+    def advisories(self) -> tuple[Reason, ...]:
+        return self.verdict.advisories
+
+    @property
+    def size_distance(self) -> float:
+        return self.verdict.size_distance
+
+    @property
+    def reason(self) -> Reason | None:
+        return self.verdict.reason
+
+    @property
+    def compat_reason(self) -> Reason | None:
+        return self.verdict.compat_reason
+
+    @property
+    def selectable(self) -> bool:
+        return not self.verdict.checks
+
+    @property
+    def compatible(self) -> bool:
+        return self.verdict.compatible

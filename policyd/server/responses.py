@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -13,8 +15,8 @@ from google.protobuf.message import Message
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 from policyd.decision.diffusers_effective import DiffusersEffective
-from policyd.decision.shared import Encodings
-from policyd.decision.verdicts import RuntimeVerdict
+from policyd.decision.shared import Kept, KeptRows
+from policyd.decision.verdicts import RuntimeVerdict, Verdict
 from policyd.edge import limits
 from policyd.edge.gate import Preencoded
 from policyd.memo import Bounded, Lru
@@ -42,32 +44,72 @@ def encode(message: M) -> Encoded[M]:
     return Encoded(type(message), message.SerializeToString())
 
 
+class _Wires:
+    """What a kept verdict encodes to (it stands for every runtime of its shape, and answers
+    about them read it again): its fields after the runtime's identity in each view, and a
+    RankedRuntime's by the shape of runtime it ranks (whose entries differ)."""
+
+    __slots__ = ("basic", "full", "ranked")
+
+    def __init__(self) -> None:
+        self.basic: bytes | None = None
+        self.full: bytes | None = None
+        self.ranked: dict[str, bytes] = {}
+
+
+# Encodings kept by the verdicts they encode, and by the tables of kept verdicts (by runtime
+# key): they go when what they encode goes. Verdicts stay plain values (decision/verdicts.py).
+_BY_VERDICT: weakref.WeakKeyDictionary[Verdict, _Wires] = weakref.WeakKeyDictionary()
+_BY_KEPT: weakref.WeakKeyDictionary[Kept, dict[int, bytes]] = weakref.WeakKeyDictionary()
+_KEEPING = threading.Lock()
+
+
+def _wires(verdict: Verdict) -> _Wires:
+    found = _BY_VERDICT.get(verdict)
+    if found is None:
+        with _KEEPING:
+            found = _BY_VERDICT.setdefault(verdict, _Wires())
+    return found
+
+
+def _table(kept: Kept) -> dict[int, bytes]:
+    found = _BY_KEPT.get(kept)
+    if found is None:
+        with _KEEPING:
+            found = _BY_KEPT.setdefault(kept, {})
+    return found
+
+
 @dataclass(frozen=True)
 class Rows:
     """An answer's verdicts in the basic view, or the ``full`` one (with each group's reasons),
     each to be encoded after its runtime's identity (from ``scope_identities`` or
-    ``identities``), with the table of their basic encodings kept with them when there is one
-    (decision/shared.py; filled here as they are first encoded)."""
+    ``identities``); ``kept`` says which kept verdicts they are, when they are. ``by_verdict``
+    keeps each one's encoding by the verdict (a verdict may stand for many of them)."""
 
     identities: Sequence[bytes]
-    verdicts: Sequence[RuntimeVerdict]
-    encodings: Encodings | None = None
+    verdicts: Sequence[Verdict]
+    kept: KeptRows | None = None
     full: bool = False
+    by_verdict: bool = False
 
     def tails(self, start: int, stop: int) -> Sequence[bytes]:
         """The encoded fields after the identity of the verdicts of rows ``start`` to ``stop``."""
-        if self.full or self.encodings is None:  # (the table holds the basic view)
-            return [_judged(e, self.full) for e in _part(self.verdicts, start, stop)]
-        wires, keys = self.encodings.wires, _part(self.encodings.keys, start, stop)
+        verdicts = _part(self.verdicts, start, stop)
+        if self.kept is None and not self.by_verdict:
+            return [_tail(v, self.full) for v in verdicts]
+        if self.kept is None or self.full:  # (the table holds the basic view)
+            return [_kept_tail(v, self.full) for v in verdicts]
+        wires, keys = _table(self.kept.kept), _part(self.kept.keys, start, stop)
         try:  # an answer given before: every one is in the table (and no verdict is read)
             return list(map(wires.__getitem__, keys))
         except KeyError:
             pass
         found = []
-        for key, e in zip(keys, _part(self.verdicts, start, stop), strict=True):
+        for key, v in zip(keys, verdicts, strict=True):
             wire = wires.get(key)
             if wire is None:
-                wire = wires[key] = _judged(e)
+                wire = wires[key] = _kept_tail(v, False)
             found.append(wire)
         return found
 
@@ -182,25 +224,21 @@ def scope_identities(scope: Sequence[ServingRuntime]) -> Sequence[bytes]:
     return found
 
 
-def _encoded_tail(e: RuntimeVerdict, full: bool) -> bytes:
-    message = verdict(e, full)
-    message.ClearField("name")
-    message.ClearField("kind")
-    message.ClearField("namespace")
-    return message.SerializeToString()
+def _tail(v: Verdict, full: bool) -> bytes:
+    """A RuntimeVerdict's fields after the runtime's identity, in the basic view or the ``full`` one."""
+    return _said(v, full).SerializeToString()
 
 
-def _judged(e: RuntimeVerdict, full: bool = False) -> bytes:
-    """The encoded fields after the runtime's identity, in the basic view or the ``full`` one;
-    a shared verdict's are encoded once in each."""
-    shared = e.shared
-    if shared is None:
-        return _encoded_tail(e, full)
-    slot = "wire_full" if full else "wire"
-    found: bytes | None = getattr(shared, slot)
+def _kept_tail(v: Verdict, full: bool) -> bytes:
+    """``_tail`` of a kept verdict, encoded once in each view."""
+    wires = _wires(v)
+    found = wires.full if full else wires.basic
     if found is None:
-        found = _encoded_tail(e, full)
-        setattr(shared, slot, found)
+        found = _tail(v, full)
+        if full:
+            wires.full = found
+        else:
+            wires.basic = found
     return found
 
 
@@ -226,16 +264,20 @@ def _fitting(parts: list[bytes], room: int) -> int:
 
 def verdict(e: RuntimeVerdict, full: bool = True) -> pb.RuntimeVerdict:
     """``e`` as the contract has it; its reasons without the reasons a group combined unless ``full``."""
+    out = _said(e.verdict, full)
+    out.name, out.kind, out.namespace = e.runtime.meta.name, e.runtime.kind, e.runtime.meta.namespace
+    return out
+
+
+def _said(v: Verdict, full: bool) -> pb.RuntimeVerdict:
+    """What a verdict says, as a RuntimeVerdict without the runtime's identity."""
     return pb.RuntimeVerdict(
-        name=e.runtime.meta.name,
-        kind=e.runtime.kind,
-        namespace=e.runtime.meta.namespace,
-        selectable=e.selectable,
-        compatible=e.compatible,
-        score=e.score,
-        reason=reason(e.reason, full),
-        entry_index=e.entry_index,
-        advisories=[r for a in e.advisories if (r := reason(a, full)) is not None],
+        selectable=v.selectable,
+        compatible=v.compatible,
+        score=v.score,
+        reason=reason(v.reason, full),
+        entry_index=v.entry_index,
+        advisories=[r for a in v.advisories if (r := reason(a, full)) is not None],
     )
 
 
@@ -291,22 +333,16 @@ def ranking(verdicts: Sequence[RuntimeVerdict]) -> bytes:
 
 
 def _ranked_tail(e: RuntimeVerdict) -> bytes:
-    """A ranked runtime's fields after its identity, encoded once for a shared verdict and
-    each shape of runtime it stands for (verdicts that say the same are shared across shapes,
-    whose entries differ)."""
-    shared, runtime = e.shared, e.runtime
-    if shared is not None and shared.ranked is not None:
-        tail = shared.ranked.get(runtime.shape)
-        if tail is not None:
-            return tail
-    out = pb.RankedRuntime(score=e.score, entry_index=e.entry_index)
-    if 0 <= e.entry_index < len(runtime.entries):
-        out.entry.CopyFrom(entry(runtime.entries[e.entry_index]))
-    tail = out.SerializeToString()
-    if shared is not None:
-        if shared.ranked is None:
-            shared.ranked = {}
-        shared.ranked[runtime.shape] = tail
+    """A ranked runtime's fields after its identity, encoded once for a verdict and each shape
+    of runtime it stands for (verdicts that say the same are shared across shapes, whose
+    entries differ)."""
+    runtime, ranked = e.runtime, _wires(e.verdict).ranked
+    tail = ranked.get(runtime.shape)
+    if tail is None:
+        out = pb.RankedRuntime(score=e.score, entry_index=e.entry_index)
+        if 0 <= e.entry_index < len(runtime.entries):
+            out.entry.CopyFrom(entry(runtime.entries[e.entry_index]))
+        tail = ranked[runtime.shape] = out.SerializeToString()
     return tail
 
 

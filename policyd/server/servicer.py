@@ -218,7 +218,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             rejection=responses.rejection(result.refusal),
         )
         identities = responses.identities(e.runtime for e in result.excluded)
-        excluded = responses.Rows(identities, result.excluded, full=full)
+        verdicts = [e.verdict for e in result.excluded]
+        excluded = responses.Rows(identities, verdicts, full=full, by_verdict=True)
         return responses.encoded(head, "excluded", excluded, "excluded_omitted", responses.ranking(result.ranking))
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
@@ -253,7 +254,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             revisions=self._revisions(revision, catalog),
         )
         identities = responses.scope_identities(explanation.scope)
-        rows = responses.Rows(identities, explanation.verdicts, explanation.encodings, full=full)
+        rows = responses.Rows(identities, explanation.verdicts, explanation.kept, full=full)
         return responses.encoded(head, "runtimes", rows, "runtimes_omitted")
 
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:

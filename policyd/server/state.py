@@ -7,10 +7,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from policyd.catalog.directory import DirectoryLoad, no_collection
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
 from policyd.catalog.source import CatalogSource, Signature
 from policyd.decision.orchestrator import catalog_refusals, prepare, retire
+from policyd.memo import Lru
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
@@ -62,44 +62,30 @@ class Change:
     file: str = ""
 
 
-@dataclass
+Cached = tuple[Encoded[Any], tuple[str, ...]]  # a response, and the warnings that came with it
+
+
+def _weight(value: Cached) -> int:
+    response, warnings = value
+    return len(response.data) + sum(map(len, warnings)) + ENTRY_OVERHEAD
+
+
 class DecisionCache:
     """Responses by (rules revision, catalog revision, RPC, request digest), least recently
     used first out, within a byte budget (an Explain over a large catalog is not small). Kept
     serialized: a message in memory is several times its wire size, so only bytes make the
     budget the memory used."""
 
-    budget_bytes: int = 64 << 20
-    _items: OrderedDict[CacheKey, tuple[tuple[Encoded[Any], tuple[str, ...]], int]] = field(default_factory=OrderedDict)
-    _bytes: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self, budget_bytes: int = 64 << 20) -> None:
+        self.enabled = budget_bytes > 0
+        self._items: Lru[CacheKey, Cached] = Lru(max(budget_bytes, 1), _weight)
 
-    @property
-    def enabled(self) -> bool:
-        return self.budget_bytes > 0
-
-    def get(self, key: CacheKey) -> tuple[Encoded[Any], tuple[str, ...]] | None:
-        """The response and the warnings that came with it."""
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is None:
-                return None
-            self._items.move_to_end(key)
-        return hit[0]
+    def get(self, key: CacheKey) -> Cached | None:
+        return self._items.get(key)
 
     def put(self, key: CacheKey, value: Encoded[Any], warnings: tuple[str, ...] = ()) -> None:
-        if not self.enabled:
-            return
-        size = len(value.data) + sum(len(w) for w in warnings) + ENTRY_OVERHEAD
-        if size > self.budget_bytes:
-            return
-        with self._lock:
-            if key in self._items:
-                self._bytes -= self._items.pop(key)[1]
-            self._items[key] = ((value, warnings), size)
-            self._bytes += size
-            while self._bytes > self.budget_bytes:
-                self._bytes -= self._items.popitem(last=False)[1][1]
+        if self.enabled:
+            self._items.put(key, (value, warnings))
 
 
 def _close(revision: Revision) -> None:

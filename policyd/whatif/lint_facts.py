@@ -78,10 +78,10 @@ def _model(model: BaseModel, namespace: str, selection: orchestrator.Selection) 
     chosen = ranking[0] if ranking else None
     decided_by, tied = "", [name_of(key_of(chosen.runtime))] if chosen else []
     if chosen is not None and len(ranking) > 1:
-        found = deciding_key(chosen, ranking[1], chosen.policy.ranking)
+        found = deciding_key(chosen, ranking[1], chosen.verdict.policy.ranking)
         decided_by = found[0] if found else "order"
         for other in ranking[1:]:
-            step = deciding_key(chosen, other, chosen.policy.ranking)
+            step = deciding_key(chosen, other, chosen.verdict.policy.ranking)
             if step is not None and step[0] != "name":
                 break
             tied.append(name_of(key_of(other.runtime)))
@@ -107,13 +107,13 @@ def _count(tallies: dict[Key, _Tally], selection: orchestrator.Selection) -> Non
         tally.models += 1
         tally.compatible += verdict.compatible
         tally.selectable += verdict.selectable
-        tally.matching.update(verdict.entries_matching)
+        tally.matching.update(verdict.verdict.entries_matching)
         if verdict is chosen:
             tally.chosen += 1
             tally.selected[verdict.entry_index] += 1
         elif verdict.selectable and chosen is not None:
             tally.outranked_by[name_of(key_of(chosen.runtime))] = None
-            decided = deciding_key(chosen, verdict, chosen.policy.ranking)
+            decided = deciding_key(chosen, verdict, chosen.verdict.policy.ranking)
             tally.outranked_on[decided[0] if decided else "order"] = None
 
 

@@ -246,7 +246,7 @@ def _fate(old_choice: Key, will: Decision, new: Catalog) -> list[Cause]:
         return [Cause("unselectable", runtime=old_choice, reason=verdict.reason)]
     if will.verdict is None or will.runtime_key is None:
         return []
-    decided = deciding_key(will.verdict, verdict, verdict.policy.ranking)
+    decided = deciding_key(will.verdict, verdict, verdict.verdict.policy.ranking)
     if decided is None:
         return []
     key, by_value, value = decided

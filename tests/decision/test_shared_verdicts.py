@@ -15,7 +15,7 @@ from testkit.shared import RULES
 from policyd.catalog.snapshot import Catalog
 from policyd.decision import orchestrator as decide
 from policyd.decision.shared import SharedVerdicts
-from policyd.decision.verdicts import RuntimeVerdict
+from policyd.decision.verdicts import Verdict
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_object
 from policyd.resources.objects import ServingRuntime
@@ -70,9 +70,9 @@ def naming(tmp_path_factory: pytest.TempPathFactory) -> Revision:
 
 
 def _counted(revision: Revision, calls: list[int]) -> Any:
-    def judge(todo: Sequence[ServingRuntime]) -> list[RuntimeVerdict]:
+    def judge(todo: Sequence[ServingRuntime]) -> list[Verdict]:
         calls.append(len(todo))
-        return decide.judge(CATALOG, ISVC, revision, todo)
+        return [v.verdict for v in decide.judge(CATALOG, ISVC, revision, todo)]
 
     return judge
 

@@ -109,7 +109,7 @@ def test_a_setting_the_backend_refuses_makes_the_runtime_incompatible(
     e = verdict(kit.runtime("rt", *flags, env=env))
     assert (e.compatible, e.selectable) == (False, False)
     assert message in reason(e)
-    assert e.when_named("block") is not None
+    assert e.verdict.when_named("block") is not None
 
 
 @pytest.mark.parametrize(
