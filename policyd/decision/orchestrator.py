@@ -26,7 +26,7 @@ from policyd.facts.derive import (
     subject_record,
 )
 from policyd.facts.diffusers_backend import config_for
-from policyd.facts.fields import COMPONENT, ENTRY, MODEL, REQUEST, RUNTIME, Record, neutral_record
+from policyd.facts.fields import neutral_record
 from policyd.memo import Lru
 from policyd.policy import templates
 from policyd.policy.effects import BLOCK, WARN
@@ -34,6 +34,7 @@ from policyd.policy.engine import Fired
 from policyd.policy.model import Rule
 from policyd.policy.outcomes import Reason, Refusal, entry_matches, refusal, rule_reason, runtime_checks
 from policyd.policy.revision import Revision
+from policyd.records import COMPONENT, ENTRY, MODEL, REQUEST, RUNTIME, Record
 from policyd.resources.objects import BaseModel, InferenceService, ModelRef, ServingRuntime
 from policyd.resources.sizes import range_distance
 from policyd.semantics.format_label import format_label

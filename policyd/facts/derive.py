@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from policyd.facts import diffusers_backend
-from policyd.facts.fields import MODEL, Record, fields_of
+from policyd.facts.fields import fields_of
 from policyd.facts.isvc_checks import isvc_check_facts
 from policyd.facts.scoring import Scoring
 from policyd.memo import Bounded
+from policyd.records import MODEL, Record
 from policyd.resources.deployment_modes import COMPONENTS
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ModelRef, ServingRuntime, VersionedName
 from policyd.resources.versions import version_satisfies

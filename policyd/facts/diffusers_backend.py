@@ -13,8 +13,8 @@ from typing import Any
 
 from policyd.facts.diffusers_config import BackendConfig, backend_config, read
 from policyd.facts.engine_args import ServeArgs
-from policyd.facts.fields import Record
 from policyd.memo import Bounded
+from policyd.records import Record
 from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
 from policyd.semantics import vllm_omni as omni
 from policyd.semantics.runner_merge import Runner, engine_runner
