@@ -6,6 +6,7 @@ effect reaches the answer — no core module changed."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from policyd.records import BOOL, ENTRY, LIST, RUNTIME, STR, Field, Record
 from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
 from policyd.server import responses
 
-from .builders import catalog, copy_rules, isvc, model, parsed_isvc, runtime
+from .builders import REPO, catalog, copy_rules, isvc, model, parsed_isvc, runtime
+
+POLICYD = REPO / "policyd"
 
 TOY_RULES = """\
 description: The toy backend refuses to start with --turbo.
@@ -91,6 +94,15 @@ def test_the_core_declares_no_backend_field() -> None:
     backend_fields = {name for backend in BACKENDS for name in backend.fields}
     assert backend_fields & set(CORE_FIELDS) == set()
     assert set(FIELDS) == set(CORE_FIELDS) | backend_fields
+
+
+def test_no_core_module_names_a_backends_field() -> None:
+    # a backend's facts are its package's and its rule file's: the core reads them through the registry
+    names = re.compile(r"\b(" + "|".join(name for backend in BACKENDS for name in backend.fields) + r")\b")
+    core = [p for p in POLICYD.rglob("*.py") if not {"backends", "contract"} & set(p.relative_to(POLICYD).parts)]
+    named = {str(p.relative_to(POLICYD)): names.findall(p.read_text()) for p in core}
+    assert core
+    assert {path: found for path, found in named.items() if found} == {}
 
 
 def test_a_second_backend_adds_its_fields_to_the_catalogue() -> None:
