@@ -14,7 +14,7 @@ from policyd.records import Field, Record
 from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
 
 
-class DiffusersBackend:
+class VllmOmniDiffusers:
     name = "vLLM-Omni's diffusers backend"
     fields: Mapping[str, Field] = FIELDS
     response_field = "diffusers_backend"
@@ -43,4 +43,4 @@ class DiffusersBackend:
         return encoding.message(effect, refusal, advisories)
 
 
-DIFFUSERS = DiffusersBackend()
+DIFFUSERS = VllmOmniDiffusers()
