@@ -19,10 +19,10 @@ from policyd.facts.admission import (
     admit_runtime_record,
     unknown_accelerator_classes,
 )
-from policyd.facts.fields import ADMIT_PAIR, ADMIT_RUNTIME
 from policyd.policy import templates
 from policyd.policy.outcomes import Refusal, refusal
 from policyd.policy.revision import Revision
+from policyd.records import ADMIT_PAIR, ADMIT_RUNTIME
 from policyd.resources.objects import InferenceService, ServingRuntime
 
 # the facts a lookup of the catalog gives: a denial by a rule reading one depends on what was not found

@@ -25,12 +25,13 @@ from typing import Any
 
 from policyd.catalog.snapshot import Catalog, Changes, Key
 from policyd.facts.derive import entry_own_facts, intrinsic_facts
-from policyd.facts.fields import ENTRY, FIELDS, LIST, MODEL, REQUEST, RUNTIME, Record, reader
+from policyd.facts.fields import FIELDS, reader
 from policyd.facts.scoring import Scoring
 from policyd.memo import Bounded
 from policyd.policy.conditions import Constraint, pass_constraints
 from policyd.policy.effects import DECIDING
 from policyd.policy.model import Policy
+from policyd.records import ENTRY, LIST, MODEL, REQUEST, RUNTIME, Record
 from policyd.resources.objects import RUNTIME_KINDS, ServingRuntime
 
 _PLANS_LIMIT = 10_000

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
+from policyd.backends import BACKENDS, Backend
 from policyd.catalog.snapshot import Catalog, make_key
 from policyd.decision.candidates import Planner, index_for, selectable_candidates
-from policyd.decision.diffusers_effective import DiffusersEffective, backend_effective
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import rank
 from policyd.decision.shared import KeptRows, NamedVerdicts, SharedVerdicts
@@ -24,8 +24,7 @@ from policyd.facts.derive import (
     runtime_record,
     subject_record,
 )
-from policyd.facts.diffusers_backend import config_for
-from policyd.facts.fields import COMPONENT, ENTRY, MODEL, REQUEST, RUNTIME, Record, neutral_record
+from policyd.facts.fields import neutral_record
 from policyd.memo import Lru
 from policyd.policy import templates
 from policyd.policy.effects import BLOCK, WARN
@@ -33,11 +32,13 @@ from policyd.policy.engine import Fired
 from policyd.policy.model import Rule
 from policyd.policy.outcomes import Reason, Refusal, entry_matches, refusal, rule_reason, runtime_checks
 from policyd.policy.revision import Revision
+from policyd.records import COMPONENT, ENTRY, MODEL, REQUEST, RUNTIME, Record
 from policyd.resources.objects import BaseModel, InferenceService, ModelRef, ServingRuntime
 from policyd.resources.sizes import range_distance
 from policyd.semantics.format_label import format_label
 
 T = TypeVar("T")
+E = TypeVar("E")
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,21 @@ class ComponentMode:
 
 
 @dataclass(frozen=True)
+class BackendEffect(Generic[E]):
+    """What an engine backend makes take effect in the runtime's engine, with the rules' say on it."""
+
+    backend: Backend[E]
+    effect: E
+    refusal: Reason | None  # why it would not start: the runtime's first check that refuses it when named
+    advisories: tuple[Reason, ...]  # the runtime's
+
+
+@dataclass(frozen=True)
 class Effective:
     runtime: ServingRuntime | None
     modes: tuple[ComponentMode, ...]
     errors: tuple[Refusal, ...]
-    backend: DiffusersEffective | None = None  # when the engine runs vLLM-Omni's diffusers backend
+    backends: tuple[BackendEffect[Any], ...] = ()  # each registered backend the engine runs
 
 
 @dataclass(frozen=True)
@@ -494,8 +505,8 @@ def _effective_on(
                 str(rec["component_name"]), str(rec["component_mode"]), str(rec["component_mode_source"]), error
             )
         )
-    backend = _backend(revision, subject, base, runtime, isvc.runtime is not None) if runtime else None
-    return Effective(runtime, tuple(modes), tuple(errors), backend)
+    backends = _backends(revision, subject, base, runtime, isvc.runtime is not None) if runtime else ()
+    return Effective(runtime, tuple(modes), tuple(errors), backends)
 
 
 def decide(
@@ -515,17 +526,20 @@ def decide(
     return Decision(None, selection, _effective_on(revision, subject, base, selection.ranking[0].runtime, []))
 
 
-def _backend(
+def _backends(
     revision: Revision, subject: Subject, base: Record, runtime: ServingRuntime, named: bool
-) -> DiffusersEffective | None:
-    """What takes effect in the runtime's engine, when it runs the diffusers backend."""
-    config = config_for(runtime, subject.isvc)
-    if config is None or not config.diffusers:
-        return None
-    verdict = _judge(revision, subject, base, [runtime], named)[0] if subject.model else None
+) -> tuple[BackendEffect[Any], ...]:
+    """What takes effect in the runtime's engine by each backend it runs; the runtime is judged
+    (for the refusal and the advisories) only when it runs one."""
+    isvc, model = subject.isvc, subject.model
+    running = [b for b in BACKENDS if b.runs(runtime, isvc)]
+    if not running:
+        return ()
+    verdict = _judge(revision, subject, base, [runtime], named)[0] if model else None
     check = verdict.when_named(BLOCK) if verdict else None
+    refusal = check.reason() if check else None
     advisories = verdict.advisories if verdict else ()
-    return backend_effective(config, subject.model, check.reason() if check else None, advisories)
+    return tuple(BackendEffect(b, b.effective(runtime, isvc, model, refusal), refusal, advisories) for b in running)
 
 
 def refusal_when_named(revision: Revision, runtime: ServingRuntime) -> Reason | None:

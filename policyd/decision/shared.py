@@ -37,11 +37,12 @@ from typing import Any, cast
 
 from policyd.decision.verdicts import RuntimeVerdict, Verdict
 from policyd.facts.derive import Subject, intrinsic_facts
-from policyd.facts.fields import ENTRY, FIELDS, MODEL, REQUEST, RUNTIME, Record, reader
+from policyd.facts.fields import FIELDS, reader
 from policyd.memo import Lru
 from policyd.policy.model import Group, Policy, Rule
 from policyd.policy.outcomes import Check
 from policyd.policy.templates import placeholders
+from policyd.records import ENTRY, MODEL, REQUEST, RUNTIME, Record
 from policyd.resources.objects import ServingRuntime
 
 KEPT_VERDICTS = 60_000  # across request keys; verdicts that say the same are one object

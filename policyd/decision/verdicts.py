@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policyd.facts.fields import Record
 from policyd.policy import templates
 from policyd.policy.effects import BLOCK
 from policyd.policy.model import Policy
 from policyd.policy.outcomes import Check, Reason, Refusal, refusal
+from policyd.records import Record
 from policyd.resources.objects import ServingRuntime
 
 

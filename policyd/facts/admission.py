@@ -15,8 +15,8 @@ from typing import Any
 
 from policyd.catalog.snapshot import Catalog, Changes, Key, make_key
 from policyd.facts.derive import intrinsic_facts
-from policyd.facts.fields import Record
 from policyd.memo import Bounded
+from policyd.records import Record
 from policyd.resources.objects import ACCELERATOR_CLASS_KIND, ServingRuntime
 
 _MEMO_LIMIT = 50_000

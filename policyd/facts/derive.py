@@ -1,5 +1,6 @@
-"""Derive fact records from a request, its model, the runtimes and their entries.
-Derivation only describes; the rules judge. Every field is declared in fields.py."""
+"""Derive fact records from a request, its model, the runtimes and their entries, each engine
+backend's facts among the model's and the runtime's. Derivation only describes; the rules judge.
+Every field is declared in fields.py."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from policyd.facts import diffusers_backend
-from policyd.facts.fields import MODEL, Record, fields_of
+from policyd.backends import BACKENDS
+from policyd.facts.fields import fields_of
 from policyd.facts.isvc_checks import isvc_check_facts
 from policyd.facts.scoring import Scoring
 from policyd.memo import Bounded
+from policyd.records import MODEL, Record
 from policyd.resources.deployment_modes import COMPONENTS
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ModelRef, ServingRuntime, VersionedName
 from policyd.resources.versions import version_satisfies
@@ -86,8 +88,12 @@ def _request_facts(isvc: InferenceService | None, subject: Subject) -> Record:
     }
 
 
+def _backend_model_facts(model: BaseModel) -> Record:
+    return {name: value for backend in BACKENDS for name, value in backend.model_facts(model).items()}
+
+
 def _model_facts(model: BaseModel | None, ref: ModelRef | None) -> Record:
-    extensions = diffusers_backend.model_facts(model) if model else _NO_MODEL
+    extensions = _backend_model_facts(model) if model else _NO_MODEL
     return {
         **extensions,
         "model_found": model is not None,
@@ -191,15 +197,14 @@ def runtime_record(
     size = subject.model.size if subject.model else None
     requested = subject.isvc.accelerator_classes if subject.isvc else ()
     listed = runtime.accelerator_classes or ()
-    return {
-        **base,
-        **intrinsic_facts(runtime),
-        **diffusers_backend.engine_facts(runtime, subject.isvc),
-        "runtime_named": named,
-        "accelerator_class_listed": all(c in listed for c in requested),
-        "size_in_range": rng is None or size is None or rng.min <= size <= rng.max,
-        "runtime_score": scoring.runtime_score(entries),
-    }
+    record = {**base, **intrinsic_facts(runtime)}
+    for backend in BACKENDS:  # each one's facts of the engine's command line
+        record.update(backend.engine_facts(runtime, subject.isvc))
+    record["runtime_named"] = named
+    record["accelerator_class_listed"] = all(c in listed for c in requested)
+    record["size_in_range"] = rng is None or size is None or rng.min <= size <= rng.max
+    record["runtime_score"] = scoring.runtime_score(entries)
+    return record
 
 
 def _satisfies(model: VersionedName, entry: VersionedName) -> bool:

@@ -1,4 +1,5 @@
-"""The fact catalogue: every fact field a rule may test or a template may print, declared once.
+"""The fact catalogue: every fact field a rule may test or a template may print, declared once:
+the core's here, each engine backend's in its package (policyd/backends/), taken in from the registry.
 
 Each field has a type, the scope whose records carry it, what it means, and a neutral
 value — one that passes every bundled rule, so rule tests start from a neutral record and
@@ -10,65 +11,34 @@ scope and checks they carry exactly the fields declared here.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-STR, BOOL, INT, LIST = "string", "boolean", "integer", "list"
-# a record: the facts of one scope's subject by field name, as the rules engine matches them
-Record = Mapping[str, Any]
+from policyd.backends import BACKENDS, Backend
+from policyd.records import (
+    ADMISSION_SCOPES,
+    ADMIT_PAIR,
+    ADMIT_RUNTIME,
+    BOOL,
+    COMPONENT,
+    ENTRY,
+    INT,
+    LINT_ACCELERATOR,
+    LINT_ENTRY,
+    LINT_MODEL,
+    LINT_PAIR,
+    LINT_RUNTIME,
+    LINT_SCOPES,
+    LIST,
+    MODEL,
+    REQUEST,
+    RUNTIME,
+    STR,
+    VISIBLE,
+    Field,
+)
 
-# Scopes, and the scopes whose fields each scope's records also carry.
-REQUEST, MODEL, RUNTIME, ENTRY, COMPONENT = "request", "model", "runtime", "entry", "component"
-# Lint scopes describe the catalog rather than a request (policyd/whatif/lint_facts.py): a model with
-# how it is decided, a runtime or one of its entries with what the catalog's models make of it, two
-# runtimes claiming the same format and architecture, an accelerator class name.
-LINT_MODEL, LINT_RUNTIME, LINT_ENTRY = "lint_model", "lint_runtime", "lint_entry"
-LINT_PAIR, LINT_ACCELERATOR = "lint_pair", "lint_accelerator"
-LINT_SCOPES = (LINT_MODEL, LINT_RUNTIME, LINT_ENTRY, LINT_PAIR, LINT_ACCELERATOR)
-# Admission scopes judge a runtime under review by OME's runtime webhooks
-# (policyd/facts/admission.py): the runtime alone, and the runtime against one existing runtime
-# of its kind in its scope with one pair of entries OME calls equal.
-ADMIT_RUNTIME, ADMIT_PAIR = "admit_runtime", "admit_pair"
-ADMISSION_SCOPES = (ADMIT_RUNTIME, ADMIT_PAIR)
-SCOPES = (REQUEST, MODEL, RUNTIME, ENTRY, COMPONENT, *LINT_SCOPES, *ADMISSION_SCOPES)
-VISIBLE: dict[str, tuple[str, ...]] = {
-    MODEL: (MODEL,),
-    REQUEST: (REQUEST, MODEL),
-    RUNTIME: (REQUEST, MODEL, RUNTIME),
-    ENTRY: (REQUEST, MODEL, RUNTIME, ENTRY),
-    COMPONENT: (REQUEST, MODEL, RUNTIME, COMPONENT),
-    # lint records carry the runtime's and the entry's fields that depend on them alone
-    LINT_MODEL: (MODEL, LINT_MODEL),
-    LINT_RUNTIME: (RUNTIME, LINT_RUNTIME),
-    LINT_ENTRY: (RUNTIME, ENTRY, LINT_RUNTIME, LINT_ENTRY),
-    LINT_PAIR: (LINT_PAIR,),
-    LINT_ACCELERATOR: (LINT_ACCELERATOR,),
-    # admission records carry the runtime's fields that depend on it alone
-    ADMIT_RUNTIME: (RUNTIME, ADMIT_RUNTIME),
-    ADMIT_PAIR: (RUNTIME, ADMIT_RUNTIME, ADMIT_PAIR),
-}
-_EMPTY: dict[str, Any] = {STR: "", BOOL: False, INT: 0}
-
-
-@dataclass(frozen=True)
-class Field:
-    type: str
-    scope: str
-    doc: str
-    neutral: Any = field(default=None)
-    # a runtime or entry field that depends on the request or its model too (not on the
-    # runtime or its entry alone); intrinsic fields can be indexed before any request
-    relational: bool = False
-
-    @property
-    def neutral_value(self) -> Any:
-        if self.neutral is not None:
-            return self.neutral
-        return [] if self.type == LIST else _EMPTY[self.type]
-
-
-FIELDS: dict[str, Field] = {
+CORE_FIELDS: dict[str, Field] = {
     # the request: the InferenceService (absent when a model is explained alone)
     "namespace": Field(STR, REQUEST, "namespace of the InferenceService (or of the explained model)"),
     "isvc_name": Field(STR, REQUEST, "name of the InferenceService"),
@@ -213,108 +183,6 @@ FIELDS: dict[str, Field] = {
     "format_weight": Field(INT, ENTRY, "modelFormat.weight as scoring reads it", 1),
     "framework_weight": Field(INT, ENTRY, "modelFramework.weight as scoring reads it", 1),
     "priority": Field(INT, ENTRY, "priority, or the default priority", 1),
-    # --- vLLM-Omni's diffusers backend (policyd/facts/diffusers_backend.py) -------------------
-    # the engine's command line: the runtime's runner with the InferenceService's on top
-    "engine_vllm_omni": Field(BOOL, RUNTIME, "the engine runs vllm serve with --omni (vLLM-Omni)", relational=True),
-    "engine_args_error": Field(
-        STR, RUNTIME, "vllm serve's own error for the engine's command line, or empty", relational=True
-    ),
-    "diffusion_load_format": Field(STR, RUNTIME, "--diffusion-load-format, default when not given", relational=True),
-    "diffusers_backend": Field(
-        BOOL, RUNTIME, "the engine runs vLLM-Omni with --diffusion-load-format diffusers", relational=True
-    ),
-    "diffusers_model_class_name": Field(
-        STR, RUNTIME, "--model-class-name, else DiffusersAdapterPipeline", relational=True
-    ),
-    "diffusers_load_kwargs_given": Field(
-        BOOL, RUNTIME, "--diffusers-load-kwargs holds a non-empty value", relational=True
-    ),
-    "diffusers_call_kwargs_given": Field(
-        BOOL, RUNTIME, "--diffusers-call-kwargs holds a non-empty value", relational=True
-    ),
-    "diffusers_load_kwargs_type": Field(
-        STR, RUNTIME, "Python type of the load kwargs' JSON value (dict for an object)", "dict", relational=True
-    ),
-    "diffusers_call_kwargs_type": Field(
-        STR, RUNTIME, "Python type of the call kwargs' JSON value (dict for an object)", "dict", relational=True
-    ),
-    "diffusers_cfg_parallel_size": Field(INT, RUNTIME, "--cfg-parallel-size (1 when not given)", 1, relational=True),
-    "diffusers_sequence_parallel_size": Field(
-        INT,
-        RUNTIME,
-        "sequence parallel size: --allgather-degree when above 1, else --ulysses-degree times --ring-degree",
-        1,
-        relational=True,
-    ),
-    "diffusers_cache_backend": Field(
-        STR,
-        RUNTIME,
-        "--cache-backend, else DIFFUSION_CACHE_BACKEND / DIFFUSION_CACHE_ADAPTER (lowercased), else none",
-        "none",
-        relational=True,
-    ),
-    "diffusers_enforce_eager": Field(BOOL, RUNTIME, "--enforce-eager is given", relational=True),
-    "diffusers_use_hsdp": Field(BOOL, RUNTIME, "--use-hsdp is given", relational=True),
-    "diffusers_max_num_seqs": Field(INT, RUNTIME, "--max-num-seqs (1 when not given)", 1, relational=True),
-    "diffusers_dlo_dp_concurrency": Field(
-        BOOL,
-        RUNTIME,
-        "distributed layerwise offload with AllGather over more than one data-parallel replica",
-        relational=True,
-    ),
-    "diffusers_step_execution": Field(
-        BOOL, RUNTIME, "--step-execution, or --diffusion-streaming-output which turns it on", relational=True
-    ),
-    "diffusers_quantization_set": Field(BOOL, RUNTIME, "a vLLM-Omni quantization config is given", relational=True),
-    "diffusers_quantization_flag": Field(STR, RUNTIME, "the flag that gives it", relational=True),
-    "diffusers_native_quantization": Field(
-        BOOL, RUNTIME, "the load kwargs carry their own quantization_config", relational=True
-    ),
-    "diffusers_quant_method": Field(STR, RUNTIME, "the quantization method, lowercased with - as _", relational=True),
-    "diffusers_quant_torchao": Field(
-        STR, RUNTIME, "the TorchAO config the shortcut maps the method to, or empty", relational=True
-    ),
-    "diffusers_quant_serialized": Field(
-        BOOL, RUNTIME, "the config says the checkpoint is serialized in that method", relational=True
-    ),
-    "diffusers_quant_activation_scheme": Field(
-        STR, RUNTIME, "activation_scheme (dynamic when not given)", "dynamic", relational=True
-    ),
-    "diffusers_quant_weight_block_size": Field(BOOL, RUNTIME, "weight_block_size is given", relational=True),
-    "diffusers_quant_ignored_layers": Field(
-        BOOL, RUNTIME, "ignored_layers or modules_to_not_convert is non-empty", relational=True
-    ),
-    "diffusers_dduf_file": Field(BOOL, RUNTIME, "the load kwargs set dduf_file", relational=True),
-    "diffusers_boundary_ratio_set": Field(BOOL, RUNTIME, "--boundary-ratio is given", relational=True),
-    "diffusers_flow_shift_set": Field(BOOL, RUNTIME, "--flow-shift is given", relational=True),
-    "diffusers_call_kwargs_shadowed": Field(
-        STR, RUNTIME, "call-kwargs keys that request-time values always override, comma-separated", relational=True
-    ),
-    "diffusers_attention_backend": Field(
-        STR, RUNTIME, "the default attention backend asked for, empty for none", relational=True
-    ),
-    "diffusers_attention_mapped": Field(
-        BOOL, RUNTIME, "the adapter maps that backend name (true when none)", True, relational=True
-    ),
-    "diffusers_attention_per_role": Field(
-        STR, RUNTIME, "attention roles given their own backend, comma-separated", relational=True
-    ),
-    "diffusers_attention_conflict": Field(
-        BOOL,
-        RUNTIME,
-        "--diffusion-attention-backend and --diffusion-attention-config.default.backend are both given",
-        relational=True,
-    ),
-    # how the backend sees the model
-    "model_pipeline_class": Field(STR, MODEL, "diffusionPipeline.className, else modelArchitecture"),
-    "model_pipeline_native": Field(BOOL, MODEL, "vLLM-Omni implements the pipeline class natively"),
-    "model_pipeline_wan": Field(BOOL, MODEL, "the backend applies its Wan routines to the pipeline class"),
-    "model_pipeline_known": Field(BOOL, MODEL, "the model records a diffusionPipeline"),
-    "model_pipeline_components": Field(STR, MODEL, "its model_index.json component names, comma-separated"),
-    "model_has_transformer_component": Field(BOOL, MODEL, "it has a transformer or transformer_2 component"),
-    "model_hf_repo": Field(STR, MODEL, "the Hugging Face repository of an hf:// model, else empty"),
-    "model_diffusers_verified": Field(BOOL, MODEL, "the repository is on the diffusers backend's verified list"),
-    # --- end of the diffusers-backend block --------------------------------------------------
     # one component the InferenceService declares, in the runtime's merge
     "component_name": Field(STR, COMPONENT, "engine, decoder or router", "engine"),
     "component_mode": Field(STR, COMPONENT, "the deployment mode the component runs in", "RawDeployment"),
@@ -429,6 +297,30 @@ FIELDS: dict[str, Field] = {
     "admit_both_auto_select": Field(BOOL, ADMIT_PAIR, "both entries set autoSelect: true"),
     "admit_same_priority": Field(BOOL, ADMIT_PAIR, "both entries set the same priority"),
 }
+
+
+# the scopes whose records the core adds a backend's facts to (facts/derive.py)
+_BACKEND_SCOPES = (MODEL, RUNTIME)
+
+
+def catalogue(backends: Sequence[Backend[Any]]) -> dict[str, Field]:
+    """The core's fields and each backend's: a backend declares model and runtime fields only,
+    and none that the core or another backend declares."""
+    out = dict(CORE_FIELDS)
+    for backend in backends:
+        for name, spec in backend.fields.items():
+            if name in out:
+                raise ValueError(f"{backend.name}: fact field {name!r} is declared already")
+            if spec.scope not in _BACKEND_SCOPES:
+                raise ValueError(
+                    f"{backend.name}: fact field {name!r} has scope {spec.scope!r}; a backend's fields are"
+                    f" {' or '.join(_BACKEND_SCOPES)} fields"
+                )
+            out[name] = spec
+    return out
+
+
+FIELDS = catalogue(BACKENDS)
 
 
 def fields_of(scope: str) -> dict[str, Field]:

@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policyd.facts.fields import BOOL, FIELDS, INT, LIST, STR
+from policyd.facts.fields import FIELDS
+from policyd.records import BOOL, INT, LIST, STR
 
 _COMPARE = {"ne": "$neq", "lt": "$lt", "lte": "$lte", "gt": "$gt", "gte": "$gte"}
 _ORDERED = ("lt", "lte", "gt", "gte")

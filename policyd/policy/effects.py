@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from policyd.facts.fields import ADMISSION_SCOPES, COMPONENT, ENTRY, LINT_SCOPES, MODEL, REQUEST, RUNTIME
+from policyd.records import ADMISSION_SCOPES, COMPONENT, ENTRY, LINT_SCOPES, MODEL, REQUEST, RUNTIME
 
 
 @dataclass(frozen=True)

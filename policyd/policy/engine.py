@@ -20,8 +20,9 @@ from typing import Any
 import durable.engine
 import durable_rules_engine
 
-from policyd.facts.fields import FIELDS, LIST, SCOPES, reader
+from policyd.facts.fields import FIELDS, reader
 from policyd.policy.model import Rule
+from policyd.records import LIST, SCOPES
 
 ANY = "__any__"
 _MEMO_LIMIT = 200_000

@@ -16,7 +16,7 @@ import jsonschema
 import yaml
 
 from policyd.errors import InvalidInput
-from policyd.facts.fields import BOOL, ENTRY, FIELDS, RUNTIME, fields_of
+from policyd.facts.fields import FIELDS, fields_of
 from policyd.facts.scoring import Scoring
 from policyd.policy import templates
 from policyd.policy.conditions import ConditionError, compile_condition, negate
@@ -41,6 +41,7 @@ from policyd.policy.model import (
     Rule,
     RuleTest,
 )
+from policyd.records import BOOL, ENTRY, RUNTIME
 from policyd.resources import safe_yaml
 from policyd.textfiles import read_text
 

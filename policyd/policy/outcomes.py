@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from policyd.facts.fields import Record
 from policyd.policy import templates
 from policyd.policy.effects import DECIDING
 from policyd.policy.engine import Fired
 from policyd.policy.model import Group, Policy, Rule
+from policyd.records import Record
 
 
 @dataclass(frozen=True, slots=True)

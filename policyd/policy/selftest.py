@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policyd.facts.fields import ENTRY, RUNTIME, neutral_record
+from policyd.facts.fields import neutral_record
 from policyd.policy.effects import DECIDING
 from policyd.policy.engine import Fired, RuleEngine
 from policyd.policy.model import Group, Policy, Rule, RuleTest
 from policyd.policy.outcomes import Check, rule_reason, runtime_checks
+from policyd.records import ENTRY, RUNTIME
 
 
 @dataclass(frozen=True)

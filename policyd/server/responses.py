@@ -8,13 +8,13 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import Message
 
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
-from policyd.decision.diffusers_effective import DiffusersEffective
+from policyd.decision.orchestrator import BackendEffect
 from policyd.decision.shared import Kept, KeptRows
 from policyd.decision.verdicts import RuntimeVerdict, Verdict
 from policyd.edge import limits
@@ -360,39 +360,9 @@ def rejection(value: Refusal | None) -> pb.Rejection | None:
     )
 
 
-def diffusers_backend(value: DiffusersEffective | None) -> pb.DiffusersBackend | None:
-    if value is None:
-        return None
-    quant, attention = value.quantization, value.attention
-    return pb.DiffusersBackend(
-        pipeline_class=value.pipeline_class,
-        from_pretrained=[
-            pb.BackendKwarg(key=k.key, value=k.value, source=k.source, overrides=k.overrides)
-            for k in value.from_pretrained
-        ],
-        call_merge_order=list(value.call_merge_order),
-        call_kwargs=[
-            pb.CallKwarg(key=c.key, value=c.value, shadowed=c.shadowed, shadowed_by=c.shadowed_by)
-            for c in value.call_kwargs
-        ],
-        quantization=pb.DiffusersQuantization(
-            path=quant.path,
-            flag=quant.flag,
-            method=quant.method,
-            config=quant.config,
-            components=list(quant.components),
-            message=quant.message,
-        ),
-        attention=pb.DiffusersAttention(
-            requested=attention.requested,
-            source=attention.source,
-            platform=attention.platform,
-            attempts=list(attention.attempts),
-            fallback=attention.fallback,
-            ignored_roles=list(attention.ignored_roles),
-            applied=attention.applied,
-        ),
-        post_load=list(value.post_load),
-        refusal=reason(value.refusal),
-        advisories=[r for a in value.advisories if (r := reason(a)) is not None],
-    )
+def put_backends(answer: pb.EffectiveResponse | pb.DecideResponse, effects: Sequence[BackendEffect[Any]]) -> None:
+    """Each backend's section of an Effective or Decide answer, in the field the backend names."""
+    for e in effects:
+        advisories = [r for a in e.advisories if (r := reason(a)) is not None]
+        section = e.backend.encode(e.effect, reason(e.refusal), advisories)
+        getattr(answer, e.backend.response_field).CopyFrom(section)

@@ -292,14 +292,15 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         with under(ISVC_FIELD):
             result = decide.effective(catalog, isvc, revision, lookup, fast=self.fast)
         runtime = result.runtime
-        return pb.EffectiveResponse(
+        answer = pb.EffectiveResponse(
             runtime=runtime.meta.name if runtime else "",
             runtime_kind=runtime.kind if runtime else "",
             components=_modes(result),
             errors=[r for e in result.errors if (r := responses.rejection(e)) is not None],
             revisions=self._revisions(revision, catalog),
-            diffusers_backend=responses.diffusers_backend(result.backend),
         )
+        responses.put_backends(answer, result.backends)
+        return answer
 
     def Decide(self, request: pb.DecideRequest, context: grpc.ServicerContext) -> pb.DecideResponse:
         return self._serve("Decide", request, context, self._decide)
@@ -332,8 +333,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         if (effective := result.effective) is not None:
             answer.components.extend(_modes(effective))
             answer.accelerator_classes.update(isvc.placements)
-            if (backend := responses.diffusers_backend(effective.backend)) is not None:
-                answer.diffusers_backend.CopyFrom(backend)
+            responses.put_backends(answer, effective.backends)
         return answer
 
     def Admit(self, request: pb.AdmitRequest, context: grpc.ServicerContext) -> pb.AdmitResponse:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from policyd.catalog.snapshot import Catalog, Key
-from policyd.facts.fields import LINT_SCOPES
 from policyd.policy import templates
 from policyd.policy.revision import Revision
+from policyd.records import LINT_SCOPES
 from policyd.whatif.lint_facts import lint_records
 
 

@@ -19,8 +19,8 @@ from policyd.decision import orchestrator
 from policyd.decision.ranking import deciding_key
 from policyd.errors import InvalidInput
 from policyd.facts.derive import entry_alone_facts, intrinsic_facts, model_record
-from policyd.facts.fields import LINT_ACCELERATOR, LINT_ENTRY, LINT_MODEL, LINT_PAIR, LINT_RUNTIME, Record
 from policyd.policy.revision import Revision
+from policyd.records import LINT_ACCELERATOR, LINT_ENTRY, LINT_MODEL, LINT_PAIR, LINT_RUNTIME, Record
 from policyd.resources import kinds as ome
 from policyd.resources.manifests import DEFAULT_NAMESPACE, parse_inference_service
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ServingRuntime

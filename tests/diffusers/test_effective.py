@@ -9,21 +9,28 @@ from typing import Any
 from testkit import diffusers_backend as kit
 from testkit.shared import RULES
 
+from policyd.backends.diffusers.effective import DiffusersEffective
+from policyd.backends.diffusers.tables import CUDA_FLASH_ATTEMPTS
 from policyd.catalog.snapshot import Catalog
-from policyd.decision.diffusers_effective import DiffusersEffective
+from policyd.decision.orchestrator import BackendEffect
 from policyd.decision.orchestrator import effective as decide_effective
 from policyd.policy.revision import build_revision
 from policyd.resources.manifests import parse_inference_service, parse_object
-from policyd.semantics.vllm_omni import CUDA_FLASH_ATTEMPTS
 
 REVISION = build_revision(RULES)
 
 
-def effective(*flags: str, model: dict[str, Any] | None = None, **runtime: Any) -> DiffusersEffective:
+def judged(*flags: str, model: dict[str, Any] | None = None, **runtime: Any) -> BackendEffect[Any]:
+    """What takes effect, with the rules' refusal and advisories."""
     catalog = Catalog.of([parse_object(model or kit.model()), parse_object(kit.runtime("rt", *flags, **runtime))])
     isvc = parse_inference_service(kit.isvc(runtime="rt"))
-    out = decide_effective(catalog, isvc, REVISION).backend
-    assert out is not None
+    (out,) = decide_effective(catalog, isvc, REVISION).backends
+    return out
+
+
+def effective(*flags: str, model: dict[str, Any] | None = None, **runtime: Any) -> DiffusersEffective:
+    out = judged(*flags, model=model, **runtime).effect
+    assert isinstance(out, DiffusersEffective)
     return out
 
 
@@ -82,15 +89,17 @@ def test_the_load_kwargs_own_quantization_config_wins() -> None:
     native = (
         '{"quantization_config": {"quant_backend": "bitsandbytes_4bit", "components_to_quantize": ["transformer"]}}'
     )
-    e = effective("--quantization-config", '{"method": "gguf"}', "--diffusers-load-kwargs", native)
-    assert e.quantization.path == "native" and e.refusal is None
+    j = judged("--quantization-config", '{"method": "gguf"}', "--diffusers-load-kwargs", native)
+    e = j.effect
+    assert e.quantization.path == "native" and j.refusal is None
     assert kwargs(e)[-1][0] == "quantization_config" and kwargs(e)[-1][2] == "diffusers_load_kwargs (Diffusers-native)"
 
 
 def test_a_refused_quantization_carries_the_backends_message() -> None:
-    e = effective("--quantization-config", '{"method": "fp8", "weight_block_size": [128, 128]}')
+    j = judged("--quantization-config", '{"method": "fp8", "weight_block_size": [128, 128]}')
+    e = j.effect
     assert e.quantization.path == "refused"
-    assert e.refusal is not None and "weight_block_size" in e.quantization.message
+    assert j.refusal is not None and "weight_block_size" in e.quantization.message
     assert not [k for k in e.from_pretrained if k.key == "quantization_config"]
     assert effective().quantization.path == "none"
 
@@ -132,7 +141,7 @@ def test_a_pipeline_without_a_transformer_gets_no_attention_backend() -> None:
 
 
 def test_the_refusal_and_advisories_of_the_runtime_are_shown() -> None:
-    e = effective("--cache-backend", "tea_cache")
+    e = judged("--cache-backend", "tea_cache")
     assert e.refusal is not None and "Cache backend 'tea_cache'" in e.refusal.message
     assert any("natively" in a.message for a in e.advisories)
 
@@ -140,4 +149,4 @@ def test_the_refusal_and_advisories_of_the_runtime_are_shown() -> None:
 def test_no_diffusers_section_for_an_engine_without_the_backend() -> None:
     catalog = Catalog.of([parse_object(kit.model()), parse_object(kit.runtime("rt", diffusers=False))])
     isvc = parse_inference_service(kit.isvc(runtime="rt"))
-    assert decide_effective(catalog, isvc, REVISION).backend is None
+    assert decide_effective(catalog, isvc, REVISION).backends == ()

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from policyd.facts.diffusers_config import BackendConfig, backend_config
-from policyd.facts.engine_args import parse, serve_tokens
+from policyd.backends.diffusers.config import BackendConfig, backend_config
+from policyd.backends.diffusers.serve_args import parse, serve_tokens
 from policyd.semantics.runner_merge import Runner
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from testkit.shared import REPO
 
-from policyd.facts.fields import SCOPES
 from policyd.policy.effects import DECIDING, EFFECTS, GROUPED, OUTCOMES, scope_effects
 from policyd.policy.loader import schema
+from policyd.records import SCOPES
 
 
 def test_the_rule_file_schema_takes_its_effects_from_the_registry() -> None:

@@ -9,23 +9,20 @@ import pytest
 
 from policyd.facts.admission import admit_pair_records, admit_runtime_record
 from policyd.facts.derive import Subject, component_records, entry_facts, runtime_record, subject_record
-from policyd.facts.fields import (
+from policyd.facts.fields import FIELDS, fields_of, neutral_record, reader
+from policyd.policy.effects import DECIDING
+from policyd.records import (
     ADMISSION_SCOPES,
     ADMIT_PAIR,
     ADMIT_RUNTIME,
     COMPONENT,
     ENTRY,
-    FIELDS,
     LINT_SCOPES,
     MODEL,
     REQUEST,
     RUNTIME,
     SCOPES,
-    fields_of,
-    neutral_record,
-    reader,
 )
-from policyd.policy.effects import DECIDING
 from policyd.resources.manifests import parse_model, parse_runtime
 from policyd.whatif.lint_facts import lint_records
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policyd.facts.engine_args import ServeArgs, serve_args
-from policyd.semantics import vllm_omni as omni
+from policyd.backends.diffusers import tables as omni
+from policyd.backends.diffusers.serve_args import ServeArgs, serve_args
 from policyd.semantics.runner_merge import Runner
 
 CACHE_ENV = ("DIFFUSION_CACHE_BACKEND", "DIFFUSION_CACHE_ADAPTER")

@@ -2,7 +2,8 @@
 where each came from, the call-kwargs merge order and the keys request-time values shadow,
 the quantization path, and the attention backends the adapter will try — computed as the
 adapter does (pipeline_diffusers_adapter.py load_weights, _build_call_kwargs,
-_set_attention_backend), with the rules' refusal and advisories for that runtime. Pure.
+_set_attention_backend). Pure; the rules' refusal of the runtime says whether the quantization
+shortcut is refused (the decision layer attaches the refusal and the advisories themselves).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policyd.facts.diffusers_config import BackendConfig
-from policyd.policy.outcomes import Reason
+from policyd.backends.diffusers import tables as omni
+from policyd.backends.diffusers.config import BackendConfig
+from policyd.backends.interface import Judged
 from policyd.resources.objects import BaseModel
-from policyd.semantics import vllm_omni as omni
 
 QUANTIZATION_COMPONENT = "quantization_config"  # the rules' component for every quantization refusal
 CALL_MERGE_ORDER = (
@@ -71,8 +72,6 @@ class DiffusersEffective:
     quantization: QuantizationPath
     attention: AttentionPlan
     post_load: tuple[str, ...]
-    refusal: Reason | None
-    advisories: tuple[Reason, ...]
     call_merge_order: tuple[str, ...] = CALL_MERGE_ORDER
 
 
@@ -115,7 +114,7 @@ def _call_kwargs(config: BackendConfig) -> tuple[CallKwarg, ...]:
     return tuple(out)
 
 
-def _quantization(config: BackendConfig, model: BaseModel | None, refusal: Reason | None) -> QuantizationPath:
+def _quantization(config: BackendConfig, model: BaseModel | None, refusal: Judged | None) -> QuantizationPath:
     quant = config.quantization
     if config.native_quantization:
         return QuantizationPath(
@@ -162,9 +161,7 @@ def _post_load(config: BackendConfig, pipeline: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def backend_effective(
-    config: BackendConfig, model: BaseModel | None, refusal: Reason | None, advisories: tuple[Reason, ...]
-) -> DiffusersEffective:
+def backend_effective(config: BackendConfig, model: BaseModel | None, refusal: Judged | None) -> DiffusersEffective:
     """``refusal``: why the backend would not start (the runtime's first check that refuses it when named)."""
     quant = _quantization(config, model, refusal)
     pipeline = omni.pipeline_class(model) if model else ""
@@ -175,6 +172,4 @@ def backend_effective(
         quantization=quant,
         attention=_attention(config, model),
         post_load=_post_load(config, pipeline),
-        refusal=refusal,
-        advisories=advisories,
     )

@@ -1,29 +1,26 @@
 """Facts about vLLM-Omni's diffusers backend: what the engine's merged command line sets
 (the runtime's runner with the InferenceService's on top), and how the backend sees the
-model. Derivation only describes; rules/30-diffusers-backend.yaml judges.
+model. Derivation only describes; rules/30-diffusers-backend.yaml judges. Their fields are
+declared in fields.py.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
 from collections.abc import Mapping
 from typing import Any
 
-from policyd.facts.diffusers_config import BackendConfig, backend_config, read
-from policyd.facts.engine_args import ServeArgs
-from policyd.facts.fields import Record
+from policyd.backends import engine
+from policyd.backends.diffusers import tables as omni
+from policyd.backends.diffusers.config import BackendConfig, backend_config, read
+from policyd.backends.diffusers.serve_args import ServeArgs
 from policyd.memo import Bounded
+from policyd.records import Record
 from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
-from policyd.semantics import vllm_omni as omni
-from policyd.semantics.runner_merge import Runner, engine_runner
+from policyd.semantics.runner_merge import Runner
 
 _MEMO_LIMIT = 50_000
 _RUNTIME: Bounded[tuple[str, str], Record] = Bounded(_MEMO_LIMIT)
 _MODEL: Bounded[str, Record] = Bounded(_MEMO_LIMIT)
-# the last InferenceService's engine key: asked for once per runtime in a request
-_last = threading.local()
 
 
 def _json_type(value: Any) -> str:
@@ -109,37 +106,15 @@ def model_facts(model: BaseModel) -> Record:
     return hit
 
 
-def engine_key(isvc: InferenceService | None) -> str:
-    """A digest of what the InferenceService's engine sets on the runner ("" for nothing)."""
-    if isvc is None:
-        return ""
-    cached = getattr(_last, "entry", None)
-    if cached is not None and cached[0] is isvc:
-        return str(cached[1])
-    spec = isvc.raw.get("spec")
-    engine = spec.get("engine") if isinstance(spec, Mapping) else None
-    key = ""
-    if isinstance(engine, Mapping):
-        parts = {k: engine.get(k) for k in ("runner", "leader") if engine.get(k) is not None}
-        if parts:
-            key = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    _last.entry = (isvc, key)
-    return key
-
-
 def config_for(runtime: ServingRuntime, isvc: InferenceService | None) -> BackendConfig | None:
     """The backend configuration of the runtime's engine as the InferenceService runs it."""
-    spec = runtime.raw.get("spec")
-    isvc_spec = isvc.raw.get("spec") if isvc is not None else None
-    return backend_config(
-        engine_runner(spec if isinstance(spec, Mapping) else {}, isvc_spec if isinstance(isvc_spec, Mapping) else None)
-    )
+    return backend_config(engine.runner(runtime, isvc))
 
 
 def engine_facts(runtime: ServingRuntime, isvc: InferenceService | None) -> Record:
     """Facts of the runtime's engine command line (memoised by the runtime's and the
     InferenceService engine's digests)."""
-    key = (runtime.digest, engine_key(isvc))
+    key = (runtime.digest, engine.engine_key(isvc))
     hit = _RUNTIME.get(key)
     if hit is None:
         config = config_for(runtime, isvc)
