@@ -311,7 +311,7 @@ class Controller:
                 problems.append(err)
                 continue
             if applied.uid:
-                self._own(uid, key, applied)
+                self._record_applied(uid, key, applied)
         keep = {(w.get("kind", ""), (w.get("metadata") or {}).get("name", "")) for w in outcome.workloads}
         for (kind, name), applied in known.items():
             if (kind, name) in keep:
@@ -332,7 +332,7 @@ class Controller:
             )
         return problems
 
-    def _own(self, uid: str, workload: WorkloadKey, applied: Applied) -> None:
+    def _record_applied(self, uid: str, workload: WorkloadKey, applied: Applied) -> None:
         with self._lock:
             self._seq += 1
             self._owned.setdefault(uid, {})[workload] = (self._seq, applied)

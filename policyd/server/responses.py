@@ -121,7 +121,7 @@ def _part(items: Sequence[T], start: int, stop: int) -> Sequence[T]:
 ROWS_AT_ONCE = 1024  # rows encoded between looks at the budget: a large scope's answer stops at it
 
 
-def encoded(head: M, items: str, rows: Rows, omitted: str, more: bytes = b"") -> Encoded[M]:
+def with_rows(head: M, items: str, rows: Rows, omitted: str, more: bytes = b"") -> Encoded[M]:
     """``head`` (a response without its repeated verdicts), ``more`` of its fields already
     encoded, and the ``rows`` in its field ``items``, the last of them left out and counted in
     ``omitted`` as far as it takes to keep the answer within RESPONSE_BUDGET bytes. Fields in

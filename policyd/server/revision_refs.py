@@ -11,7 +11,7 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
-class Leases(Generic[T]):
+class RefCounts(Generic[T]):
     def __init__(self, close: Callable[[T], None]) -> None:
         self._close = close
         self._lock = threading.Lock()

@@ -220,7 +220,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         identities = responses.identities(e.runtime for e in result.excluded)
         verdicts = [e.verdict for e in result.excluded]
         excluded = responses.Rows(identities, verdicts, full=full, by_verdict=True)
-        return responses.encoded(head, "excluded", excluded, "excluded_omitted", responses.ranking(result.ranking))
+        return responses.with_rows(head, "excluded", excluded, "excluded_omitted", responses.ranking(result.ranking))
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
         return self._serve("Explain", request, context, self._explain)
@@ -255,7 +255,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         )
         identities = responses.scope_identities(explanation.scope)
         rows = responses.Rows(identities, explanation.verdicts, explanation.kept, full=full)
-        return responses.encoded(head, "runtimes", rows, "runtimes_omitted")
+        return responses.with_rows(head, "runtimes", rows, "runtimes_omitted")
 
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:
         return self._serve("Resolve", request, context, self._resolve)

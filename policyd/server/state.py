@@ -22,7 +22,7 @@ from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
 from policyd.server.responses import Encoded
-from policyd.server.revision_refs import Leases
+from policyd.server.revision_refs import RefCounts
 
 log = logging.getLogger("policyd.state")
 
@@ -123,7 +123,7 @@ class ServingState:
             self.last_attempt = ReloadAttempt(
                 self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line
             )
-        self._leases: Leases[Revision] = Leases(_close)
+        self._refs: RefCounts[Revision] = RefCounts(_close)
         self.catalog_errors: list[str] = []  # the faults, then the refused manifests
         self.catalog_faults: list[str] = []  # files (or the directory) whose last good content serves
         self.on_catalog: Callable[[], None] = lambda: None  # after each directory load (metrics)
@@ -149,7 +149,7 @@ class ServingState:
         else:
             revision.engine.warm_from(self.revision.engine)
             prepare(revision, self._catalog)
-            self._leases.retire(self.revision, lambda: setattr(self, "revision", revision))
+            self._refs.retire(self.revision, lambda: setattr(self, "revision", revision))
             attempt = ReloadAttempt(revision.id, True, time.time())
         self.last_attempt = attempt
         self._on_reload(attempt)
@@ -166,7 +166,7 @@ class ServingState:
 
     def hold_revision(self) -> AbstractContextManager[Revision]:
         """The current rules revision, kept open for the block (a reload closes it only after)."""
-        return self._leases.hold(lambda: self.revision)
+        return self._refs.hold(lambda: self.revision)
 
     def _served(self, key: Key) -> CatalogObject | None:
         """What the catalog serves at ``key``: the API's change, else the directory's object."""

@@ -7,7 +7,7 @@ import pytest
 from testkit.shared import RULES
 
 from policyd.policy.revision import build_revision
-from policyd.server.revision_refs import Leases
+from policyd.server.revision_refs import RefCounts
 
 
 def test_a_closed_engine_has_given_its_rulesets_back_to_durable_rules() -> None:
@@ -25,13 +25,13 @@ def test_a_closed_engine_has_given_its_rulesets_back_to_durable_rules() -> None:
 def test_a_retired_value_closes_when_its_last_holder_is_done_and_at_once_without_one() -> None:
     closed: list[str] = []
     current = ["first"]
-    leases: Leases[str] = Leases(closed.append)
-    with leases.hold(lambda: current[0]) as held:
+    refs: RefCounts[str] = RefCounts(closed.append)
+    with refs.hold(lambda: current[0]) as held:
         assert held == "first"
-        leases.retire("first", lambda: current.__setitem__(0, "second"))
+        refs.retire("first", lambda: current.__setitem__(0, "second"))
         assert closed == []  # a call is still judging with it
-        with leases.hold(lambda: current[0]) as newer:
+        with refs.hold(lambda: current[0]) as newer:
             assert newer == "second"  # new calls get the new one
     assert closed == ["first"]
-    leases.retire("second", lambda: current.__setitem__(0, "third"))
+    refs.retire("second", lambda: current.__setitem__(0, "third"))
     assert closed == ["first", "second"]
