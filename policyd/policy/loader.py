@@ -35,9 +35,9 @@ from policyd.policy.model import (
     EntriesReason,
     FieldDefault,
     Group,
-    Kind,
     Policy,
     RankKey,
+    RefusalKind,
     Rule,
     RuleTest,
 )
@@ -340,7 +340,7 @@ def _messages(found: Found, directory: Path) -> dict[str, str]:
 @dataclass(frozen=True)
 class _Settings:
     messages: dict[str, str]
-    kinds: dict[str, Kind]
+    kinds: dict[str, RefusalKind]
     scoring: Scoring
     ranking: tuple[RankKey, ...]
     listed: frozenset[str]
@@ -362,7 +362,7 @@ def _settings(found: Found, directory: Path) -> _Settings:
         if key not in found:
             raise RuleFileError(str(directory), f"{key} is not declared in any rule file")
     kinds = {
-        name: Kind(name, k["when_named"], k["condition_reason"], k.get("event_reason", ""), k.get("refusal", ""))
+        name: RefusalKind(name, k["when_named"], k["condition_reason"], k.get("event_reason", ""), k.get("refusal", ""))
         for name, k in found["kinds"][1].items()
     }
     ranking = tuple(
@@ -385,7 +385,7 @@ def _settings(found: Found, directory: Path) -> _Settings:
     )
 
 
-def _link(rules: list[Rule], groups: list[Group], kinds: Mapping[str, Kind]) -> list[Rule]:
+def _link(rules: list[Rule], groups: list[Group], kinds: Mapping[str, RefusalKind]) -> list[Rule]:
     """Check each rule's group and kind, and give rules in a group the group's kind."""
     by_id = {g.id: g for g in groups}
     linked = []

@@ -75,7 +75,9 @@ class Group:
 
 
 @dataclass(frozen=True)
-class Kind:
+class RefusalKind:
+    """A kind of refusal (a rule file's ``kinds``), not a Kubernetes kind: what refusing this way does."""
+
     name: str
     when_named: str  # what a refusal of this kind makes of a named runtime: one of effects.NAMED_ACTIONS
     condition_reason: str  # the RuntimeReady reason (and the event reason) it reports
@@ -105,7 +107,7 @@ class Policy:
     revision: str
     rules: tuple[Rule, ...]
     groups: tuple[Group, ...]
-    kinds: Mapping[str, Kind]
+    kinds: Mapping[str, RefusalKind]
     messages: Mapping[str, str]
     scoring: Scoring
     ranking: tuple[RankKey, ...]

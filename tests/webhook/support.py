@@ -36,6 +36,8 @@ import yaml
 from testkit.certs import CA
 from testkit.shared import REPO
 
+from policyd.resources import kinds as ome_kinds
+
 PATHS = {
     "inferenceservice": "/validate-ome-io-v1beta1-inferenceservice",
     "servingruntime": "/validate-ome-io-v1beta1-servingruntime",
@@ -224,9 +226,7 @@ def admission_review(
     subject = obj or old or {}
     meta = subject.get("metadata") or {}
     kind = kind or subject["kind"]
-    plural = {"InferenceService": "inferenceservices", "ServingRuntime": "servingruntimes"}.get(
-        kind, "clusterservingruntimes"
-    )
+    plural = ome_kinds.PLURALS[kind]
     request: dict[str, Any] = {
         "uid": uid or str(uuid.uuid4()),
         "kind": {"group": "ome.io", "version": "v1beta1", "kind": kind},
