@@ -14,7 +14,7 @@ result stands (every cached value is a pure function of its key).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Generic, TypeVar
 
 from cachetools import LRUCache
@@ -42,6 +42,16 @@ class Bounded(Generic[K, V]):
     def get_or(self, key: K, compute: Callable[[], V]) -> V:
         hit = self._items.get(key)
         return hit if hit is not None else self.put(key, compute())
+
+    def put_all(self, items: Mapping[K, V]) -> None:
+        """Keep a batch of values at once (a rules engine's batch of judgements)."""
+        if len(self._items) + len(items) > self.size:
+            self._items.clear()
+        self._items.update(items)
+
+    def newest(self, count: int) -> list[K]:
+        """The last ``count`` keys kept, oldest first."""
+        return list(self._items)[-count:]
 
     def __len__(self) -> int:
         return len(self._items)

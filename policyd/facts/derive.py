@@ -168,15 +168,14 @@ class _Rows:
 
     def __init__(self) -> None:
         self.fields: tuple[str, ...] = ()  # the literal's, in its order
-        self.rows: dict[str, tuple[Any, ...]] = {}
+        self.rows: Bounded[str, tuple[Any, ...]] = Bounded(_MEMO_LIMIT)
 
     def get(self, key: str, compute: Callable[[], Record]) -> Record:
         row = self.rows.get(key)
         if row is None:
             record = compute()
-            if len(self.rows) >= _MEMO_LIMIT:
-                self.rows.clear()
-            self.fields, self.rows[key] = tuple(record), tuple(record.values())
+            self.fields = tuple(record)
+            self.rows.put(key, tuple(record.values()))
             return record
         return dict(zip(self.fields, row, strict=True))
 

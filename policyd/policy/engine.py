@@ -15,12 +15,13 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import durable.engine
 import durable_rules_engine
 
 from policyd.facts.fields import FIELDS, reader
+from policyd.memo import Bounded
 from policyd.policy.model import Rule
 from policyd.records import LIST, SCOPES
 
@@ -54,7 +55,7 @@ class _Scope:
         self.rules = tuple(sorted(rules, key=lambda r: r.order))
         self.fields = sorted(frozenset().union(*(r.fields for r in self.rules))) if self.rules else []
         self.lists = {f for f in self.fields if FIELDS[f].type == LIST}
-        self.memo: dict[tuple[Any, ...], Fired] = {}
+        self.memo: Bounded[tuple[Any, ...], Fired] = Bounded(_MEMO_LIMIT)
         self.key = reader(self.fields)
 
     def fact(self, index: int, record: Mapping[str, Any], sid: str) -> dict[str, Any]:
@@ -116,21 +117,20 @@ class RuleEngine:
         if not compiled.rules:
             return [() for _ in records]
         keys = [compiled.key(r) for r in records]
-        memo = compiled.memo
+        found = list(map(compiled.memo.get, keys))
+        if None not in found:
+            return cast(list[Fired], found)
         todo: dict[tuple[Any, ...], int] = {}
-        for i, key in enumerate(keys):
-            if key not in memo and key not in todo:
+        for i, (key, hit) in enumerate(zip(keys, found, strict=True)):
+            if hit is None and key not in todo:
                 todo[key] = i
-        if todo:
-            with self._engine_lock:
-                if self._closed:
-                    raise RuntimeError("this rules revision was closed after a reload")
-                fresh = self._run(compiled, [records[i] for i in todo.values()])
-            with self._lock:
-                if len(memo) > _MEMO_LIMIT:
-                    memo.clear()
-                memo.update(zip(todo, fresh, strict=True))
-        return [memo[k] for k in keys]
+        with self._engine_lock:
+            if self._closed:
+                raise RuntimeError("this rules revision was closed after a reload")
+            fresh = dict(zip(todo, self._run(compiled, [records[i] for i in todo.values()]), strict=True))
+        with self._lock:
+            compiled.memo.put_all(fresh)
+        return [fresh[k] if hit is None else hit for k, hit in zip(keys, found, strict=True)]
 
     def warm_from(self, previous: RuleEngine, limit: int = 2_000) -> int:
         """Judge, off the request path, the fact combinations the previous revision has seen
@@ -143,7 +143,7 @@ class RuleEngine:
             if not scope.rules or not set(scope.fields) <= set(old.fields):
                 continue
             with previous._lock:
-                keys = list(old.memo)[-limit:]
+                keys = old.memo.newest(limit)
             records = [
                 {f: list(v) if f in old.lists else v for f, v in zip(old.fields, key, strict=True)} for key in keys
             ]

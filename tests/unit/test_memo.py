@@ -42,3 +42,22 @@ def test_a_bounded_memo_empties_when_full() -> None:
     memo.put("b", 2)
     memo.put("c", 3)
     assert (memo.get("a"), memo.get("b"), memo.get("c"), len(memo)) == (None, None, 3, 1)
+
+
+def test_a_bounded_memo_takes_a_batch_whole_emptying_first_when_it_would_overflow() -> None:
+    memo = Bounded[str, int](3)
+    memo.put_all({"a": 1, "b": 2})
+    memo.put_all({"c": 3})
+    assert memo.newest(2) == ["b", "c"]
+    memo.put_all({"d": 4, "e": 5})
+    assert (memo.get("a"), memo.get("c"), memo.get("d"), memo.get("e")) == (None, None, 4, 5)
+
+
+def test_an_lru_weighed_by_its_values_keeps_within_their_total_weight() -> None:
+    memo = Lru[str, bytes](10, weigh=len)
+    memo.put("a", b"xxxx")
+    memo.put("b", b"yyyy")
+    memo.put("c", b"zzzz")  # 12 > 10: the least recently used goes
+    assert (memo.get("a"), memo.get("b"), memo.get("c")) == (None, b"yyyy", b"zzzz")
+    assert memo.put("huge", b"h" * 11) == b"h" * 11 and memo.get("huge") is None  # alone over the bound
+    assert memo.get("b") == b"yyyy"
