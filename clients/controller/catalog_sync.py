@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 import grpc
 
@@ -18,13 +19,24 @@ from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
 log = logging.getLogger("policyd.controller.catalog")
-# objects per request: policyd's default --max-objects
+# objects per request: policyd's default --max-objects (a daemon that takes fewer says so, and
+# the push goes again in halves)
 CHUNK = 1000
+FIELD_KEY = "policyd-field"  # the trailer naming the request field policyd refuses (policyd.edge.gate)
+T = TypeVar("T")
 REVISIONS_KEPT = 4096  # revisions recently built, that a decision made meanwhile may carry
 
 
 def _refused(err: grpc.RpcError) -> bool:
     return bool(err.code() == grpc.StatusCode.INVALID_ARGUMENT)
+
+
+def _too_many(err: grpc.RpcError) -> bool:
+    """policyd refused a request for holding more objects or keys than its --max-objects."""
+    if err.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return False
+    trailers = dict(err.trailing_metadata() or ())
+    return trailers.get(FIELD_KEY) in ("objects", "keys")
 
 
 class CatalogSync:
@@ -36,6 +48,7 @@ class CatalogSync:
         self._refused: dict[CatalogKey, str] = {}  # key -> digest policyd refused (logged once)
         self._built: dict[str, int] = {}  # revisions our changes made -> when (a count), the last last
         self._count = 0
+        self.chunk = CHUNK  # objects per request, halved while policyd takes fewer
 
     @property
     def revision(self) -> str:
@@ -69,7 +82,7 @@ class CatalogSync:
             accepted = {key: item for key, item in items.items() if self._refused.get(key) != item[1]}
             try:
                 try:
-                    self._replace(accepted)
+                    self._in_chunks(lambda: self._replace(accepted))
                 except grpc.RpcError as err:
                     if not _refused(err):
                         raise
@@ -80,7 +93,7 @@ class CatalogSync:
                             pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=item[0])])
                         ),
                     )
-                    self._replace(accepted)
+                    self._in_chunks(lambda: self._replace(accepted))
             except grpc.RpcError as err:
                 raise Unavailable("policyd", self.address, err) from err
             before, self._pushed = self._pushed, {key: digest for key, (_, digest) in accepted.items()}
@@ -92,22 +105,43 @@ class CatalogSync:
         InferenceServices meanwhile is the revision of no decision we keep."""
         ordered = sorted(accepted.items(), key=lambda entry: entry[0][0] == "InferenceService")
         deciding = sum(1 for key, _ in ordered if key[0] != "InferenceService")
-        for start in range(0, max(len(ordered), 1), CHUNK):
-            objects = [rpb.Object(manifest=manifest) for _, (manifest, _) in ordered[start : start + CHUNK]]
+        chunk = self.chunk
+        for start in range(0, max(len(ordered), 1), chunk):
+            objects = [rpb.Object(manifest=manifest) for _, (manifest, _) in ordered[start : start + chunk]]
             request = pb.ApplyObjectsRequest(objects=objects, replace=start == 0)
             revision = self.policy.ApplyObjects(request).catalog_revision
-            if start + CHUNK >= deciding:
+            if start + chunk >= deciding:
                 self._record(revision)
+
+    def _in_chunks(self, push: Callable[[], T]) -> T:
+        """``push``, again with half as many objects per request while policyd refuses a request
+        for holding more than its --max-objects (what was pushed before stays: every push
+        leaves out what policyd already holds)."""
+        while True:
+            try:
+                return push()
+            except grpc.RpcError as err:
+                if not _too_many(err) or self.chunk == 1:
+                    raise
+                self.chunk = max(1, self.chunk // 2)
+                log.warning(
+                    "policyd takes fewer objects in one request (%s); pushing %d at a time",
+                    err.details(),
+                    self.chunk,
+                    extra={"chunk": self.chunk},
+                )
 
     def update(self, changes: Mapping[CatalogKey, Manifest | None]) -> list[CatalogKey]:
         """Objects changed (None: deleted); returns the keys whose copy in policyd changed."""
         with self._lock:
+            before = {key: self._pushed.get(key) for key in changes}
             try:
-                return self._update(changes)
+                self._in_chunks(lambda: self._update(changes))
             except grpc.RpcError as err:
                 raise Unavailable("policyd", self.address, err) from err
+            return [key for key, digest in before.items() if self._pushed.get(key) != digest]
 
-    def _update(self, changes: Mapping[CatalogKey, Manifest | None]) -> list[CatalogKey]:
+    def _update(self, changes: Mapping[CatalogKey, Manifest | None]) -> None:
         gone = [key for key, obj in changes.items() if obj is None]
         for key in gone:
             self._refused.pop(key, None)
@@ -115,10 +149,9 @@ class CatalogSync:
         items = {
             key: item for key, item in items.items() if item[1] not in (self._pushed.get(key), self._refused.get(key))
         }
-        changed: list[CatalogKey] = []
-        entries = list(items.items())
-        for start in range(0, len(entries), CHUNK):
-            chunk = dict(entries[start : start + CHUNK])
+        entries, size = list(items.items()), self.chunk
+        for start in range(0, len(entries), size):
+            chunk = dict(entries[start : start + size])
             try:
                 self._apply(chunk)
             except grpc.RpcError as err:
@@ -126,12 +159,8 @@ class CatalogSync:
                     raise
                 # What policyd refuses (as OME's webhook would) is not in the catalog, nor an older
                 # version of it: deciding on a version the cluster no longer has would be wrong.
-                refused = self._drop_refused(dict(chunk), lambda key, item: self._apply({key: item}))
-                for key in refused:
-                    del items[key]
-                gone += refused
-            changed += [key for key in chunk if key in items]
-        return changed + self._delete(gone)
+                gone += self._drop_refused(dict(chunk), lambda key, item: self._apply({key: item}))
+        self._delete(gone)
 
     def _apply(self, items: Mapping[CatalogKey, Item]) -> None:
         objects = [rpb.Object(manifest=manifest) for manifest, _ in items.values()]
@@ -140,15 +169,15 @@ class CatalogSync:
             self._pushed[key] = digest
             self._refused.pop(key, None)
 
-    def _delete(self, keys: list[CatalogKey]) -> list[CatalogKey]:
-        for start in range(0, len(keys), CHUNK):
+    def _delete(self, keys: list[CatalogKey]) -> None:
+        size = self.chunk
+        for start in range(0, len(keys), size):
             request = pb.DeleteObjectsRequest(
-                keys=[
-                    pb.ObjectKey(kind=kind, namespace=ns, name=name) for kind, ns, name in keys[start : start + CHUNK]
-                ]
+                keys=[pb.ObjectKey(kind=kind, namespace=ns, name=name) for kind, ns, name in keys[start : start + size]]
             )
             self._record(self.policy.DeleteObjects(request).catalog_revision)
-        return [key for key in keys if self._pushed.pop(key, None) is not None]
+        for key in keys:
+            self._pushed.pop(key, None)
 
     def _drop_refused(
         self, items: dict[CatalogKey, Item], apply: Callable[[CatalogKey, Item], object]
