@@ -20,6 +20,7 @@ from clients.policyctl import inputs
 from clients.policyctl.connection import Caller, as_objects, renderer_stub
 from clients.policyctl.kinds import INFERENCE_SERVICE, object_name, short_kind
 from clients.policyctl.output import Column, Result, as_dict, shows_answer, table
+from clients.tls_faults import TlsFault
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 
@@ -274,6 +275,8 @@ def render(args: argparse.Namespace) -> Result:
     request = render_request(decision, manifests, placed_on(args.accelerator_class))
     try:
         reply = renderer_stub(args.renderer, channels.of(args)).Render(request)
+    except TlsFault as err:  # (before UNAVAILABLE, which it also is: the two ends' TLS disagree)
+        raise inputs.InputError(f"the renderer at {err.details()}") from None
     except grpc.RpcError as err:
         if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAVAILABLE:
             raise inputs.InputError(

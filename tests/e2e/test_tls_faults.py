@@ -17,6 +17,7 @@ from clients.channels import Connection
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 
+from .conftest import Files
 from .support import RULES, policyctl, started
 
 DAEMON = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--log-level", "warning"]
@@ -129,3 +130,13 @@ def test_every_channel_client_gets_the_fault_as_an_unavailable_call_that_says_wh
         policy_pb2_grpc.PolicyServiceStub(channel).GetStatus(pb.GetStatusRequest())
     assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
     assert failed.value.details() == f"{mtls} requires a client certificate: pass --tls-cert and --tls-key"
+
+
+def test_render_names_the_renderer_when_its_tls_and_the_clients_disagree(daemon: str, tls: str, files: Files) -> None:
+    """policyd answers in plaintext; the renderer's address serves TLS (any TLS server tells it)."""
+    result = policyctl("render", "-f", str(files.isvc), "--renderer", tls, "--request-timeout", "30", address=daemon)
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"error: the renderer at {tls} serves TLS and this connection is plaintext: "
+        "pass --tls-ca with the CA that signed its certificate\n",
+    )
