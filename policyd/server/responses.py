@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Generic, TypeVar
@@ -26,6 +26,8 @@ from policyd.resources.proto import manifest_to_message
 
 M = TypeVar("M", bound=Message)
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -46,14 +48,13 @@ def encode(message: M) -> Encoded[M]:
 
 class _Wires:
     """What a kept verdict encodes to (it stands for every runtime of its shape, and answers
-    about them read it again): its fields after the runtime's identity in each view, and a
-    RankedRuntime's by the shape of runtime it ranks (whose entries differ)."""
+    about them read it again): its fields after the runtime's identity by view (full or not),
+    and a RankedRuntime's by the shape of runtime it ranks (whose entries differ)."""
 
-    __slots__ = ("basic", "full", "ranked")
+    __slots__ = ("ranked", "tails")
 
     def __init__(self) -> None:
-        self.basic: bytes | None = None
-        self.full: bytes | None = None
+        self.tails: dict[bool, bytes] = {}
         self.ranked: dict[str, bytes] = {}
 
 
@@ -64,19 +65,12 @@ _BY_KEPT: weakref.WeakKeyDictionary[Kept, dict[int, bytes]] = weakref.WeakKeyDic
 _KEEPING = threading.Lock()
 
 
-def _wires(verdict: Verdict) -> _Wires:
-    found = _BY_VERDICT.get(verdict)
+def _kept_by(table: weakref.WeakKeyDictionary[K, V], owner: K, new: Callable[[], V]) -> V:
+    """What ``table`` keeps for ``owner``, made on first use."""
+    found = table.get(owner)
     if found is None:
         with _KEEPING:
-            found = _BY_VERDICT.setdefault(verdict, _Wires())
-    return found
-
-
-def _table(kept: Kept) -> dict[int, bytes]:
-    found = _BY_KEPT.get(kept)
-    if found is None:
-        with _KEEPING:
-            found = _BY_KEPT.setdefault(kept, {})
+            found = table.setdefault(owner, new())
     return found
 
 
@@ -100,7 +94,7 @@ class Rows:
             return [_tail(v, self.full) for v in verdicts]
         if self.kept is None or self.full:  # (the table holds the basic view)
             return [_kept_tail(v, self.full) for v in verdicts]
-        wires, keys = _table(self.kept.kept), _part(self.kept.keys, start, stop)
+        wires, keys = _kept_by(_BY_KEPT, self.kept.kept, dict), _part(self.kept.keys, start, stop)
         try:  # an answer given before: every one is in the table (and no verdict is read)
             return list(map(wires.__getitem__, keys))
         except KeyError:
@@ -231,14 +225,10 @@ def _tail(v: Verdict, full: bool) -> bytes:
 
 def _kept_tail(v: Verdict, full: bool) -> bytes:
     """``_tail`` of a kept verdict, encoded once in each view."""
-    wires = _wires(v)
-    found = wires.full if full else wires.basic
+    tails = _kept_by(_BY_VERDICT, v, _Wires).tails
+    found = tails.get(full)
     if found is None:
-        found = _tail(v, full)
-        if full:
-            wires.full = found
-        else:
-            wires.basic = found
+        found = tails[full] = _tail(v, full)
     return found
 
 
@@ -336,7 +326,7 @@ def _ranked_tail(e: RuntimeVerdict) -> bytes:
     """A ranked runtime's fields after its identity, encoded once for a verdict and each shape
     of runtime it stands for (verdicts that say the same are shared across shapes, whose
     entries differ)."""
-    runtime, ranked = e.runtime, _wires(e.verdict).ranked
+    runtime, ranked = e.runtime, _kept_by(_BY_VERDICT, e.verdict, _Wires).ranked
     tail = ranked.get(runtime.shape)
     if tail is None:
         out = pb.RankedRuntime(score=e.score, entry_index=e.entry_index)
