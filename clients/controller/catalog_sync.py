@@ -17,12 +17,12 @@ from clients.manifests import Item, catalog_item
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
+from policyd.edge.gate import FIELD_KEY
 
 log = logging.getLogger("policyd.controller.catalog")
 # objects per request: policyd's default --max-objects (a daemon that takes fewer says so, and
 # the push goes again in halves)
 CHUNK = 1000
-FIELD_KEY = "policyd-field"  # the trailer naming the request field policyd refuses (policyd.edge.gate)
 T = TypeVar("T")
 REVISIONS_KEPT = 4096  # revisions recently built, that a decision made meanwhile may carry
 
