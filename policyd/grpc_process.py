@@ -195,12 +195,24 @@ def announce(address: str, ready_file: Path | None) -> None:
 
 
 def stop_signal() -> threading.Event:
-    """Set at SIGTERM or SIGINT. Taken before readiness is announced, so that a stop sent as soon
-    as the ready file appears is not lost."""
+    """Set at SIGTERM or SIGINT (see ``until_stopped``). Taken before readiness is announced, so
+    that a stop sent as soon as the ready file appears is not lost."""
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
     return stopping
+
+
+SIGNAL_POLL = 0.25  # seconds between the main thread's looks for a signal it has not yet handled
+
+
+def until_stopped(stopping: threading.Event) -> None:
+    """Wait for ``stop_signal``'s event. Python runs a signal's handler in the main thread only,
+    once that thread runs Python again: a signal the kernel delivers to another thread (gRPC's,
+    the HTTP server's) does not wake a main thread blocked in a wait without a timeout, so
+    its SIGTERM would go unheeded until another signal reached the main thread."""
+    while not stopping.wait(SIGNAL_POLL):
+        pass
 
 
 def wait_for_stop_signal(
@@ -213,7 +225,7 @@ def wait_for_stop_signal(
     """Serve until ``stopping`` is set, then report NOT_SERVING so clients drain, refuse new calls,
     and stop once the calls already accepted finish (up to ``grace`` seconds in all; ``drain``
     refuses and waits first, giving back the grace left)."""
-    stopping.wait()
+    until_stopped(stopping)
     health_servicer.enter_graceful_shutdown()
     if drain is not None:
         grace = drain(grace)

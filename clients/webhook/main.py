@@ -9,7 +9,6 @@ import argparse
 import dataclasses
 import logging
 import math
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -25,7 +24,7 @@ from clients.webhook.cluster_reads import ClusterReads
 from clients.webhook.server import WebhookServer
 from policyd.contract import policy_pb2_grpc
 from policyd.exiting import exit_now
-from policyd.grpc_process import announce
+from policyd.grpc_process import announce, stop_signal, until_stopped
 from policyd.logs import configure_logging
 
 log = logging.getLogger("policyd.webhook")
@@ -105,15 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"policy-webhook: --listen {args.listen}: {err.strerror or err}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_signal()
     serving = threading.Thread(target=server.serve_forever, name="https", daemon=True)
     serving.start()
     host, port = str(server.server_address[0]), int(server.server_address[1])
     announce(f"{host}:{port}", args.ready_file)
     log.info("serving", extra={"listen": f"{host}:{port}", "policyd": args.policyd})
-    stop.wait()
+    until_stopped(stop)
     server.shutdown()  # no new connections; the reviews under way are answered
     server.server_close()
     if not server.in_flight.wait(DRAIN_TIMEOUT):
