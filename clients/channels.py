@@ -19,9 +19,6 @@ from clients.tls_faults import TlsFault, check_files, diagnose
 from clients.tls_faults import TlsFlagError as TlsFlagError
 
 DEFAULT_TIMEOUT = 60.0  # seconds a call may take unless --request-timeout says otherwise
-# the call metadata policyd reads a request's field validation from (Strict, Warn or Ignore), and
-# the trailer it sends the warnings in (policyd/server/fieldcheck.py)
-VALIDATION_KEY, WARNING_KEY = "policyd-field-validation", "policyd-warning"
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,32 @@ class AddressError(ValueError):
     """A server address the client cannot connect to as written."""
 
 
-_ROUND_ROBIN = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
+# What every channel to policyd does: a call that found a replica unavailable (stopping, killed,
+# or still listing the cluster) goes again, to the next replica when there are several; a
+# policyd that went away is dialled again within a second or two of coming back (gRPC's
+# default reconnect backoff grows to two minutes).
+_RETRY = {
+    "name": [{}],  # every method of every service: the renderer's too
+    "retryPolicy": {
+        "maxAttempts": 5,
+        "initialBackoff": "0.05s",
+        "maxBackoff": "1s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": ["UNAVAILABLE"],
+    },
+}
+RECONNECT = [("grpc.initial_reconnect_backoff_ms", 200), ("grpc.max_reconnect_backoff_ms", 2000)]
+
+
+def service_config(balanced: bool) -> str:
+    """The channel's service config: retries; over several addresses also round_robin, sending
+    calls only to a replica whose gRPC health says SERVING (the server's: a policyd listing the
+    cluster is not yet; the renderer always is)."""
+    config: dict[str, Any] = {"methodConfig": [_RETRY]}
+    if balanced:
+        config["loadBalancingConfig"] = [{"round_robin": {}}]
+        config["healthCheckConfig"] = {"serviceName": ""}
+    return json.dumps(config)
 
 
 def _host(address: str) -> str:
@@ -91,8 +113,12 @@ def _host(address: str) -> str:
 
 def target_of(address: str) -> tuple[str, list[tuple[str, Any]]]:
     """gRPC's target for an address as a flag gives it, and the channel options it needs;
-    AddressError for a list that cannot be one."""
-    return balanced(address) if "," in address else (address, [])
+    AddressError for a list that cannot be one. A ``dns:///`` name is balanced over every
+    address it resolves to (a headless Service's pods: policyd's replicas)."""
+    if "," in address:
+        return balanced(address)
+    many = address.startswith("dns:")
+    return address, [("grpc.service_config", service_config(many)), *RECONNECT]
 
 
 def balanced(addresses: str) -> tuple[str, list[tuple[str, Any]]]:
@@ -121,7 +147,8 @@ def balanced(addresses: str) -> tuple[str, list[tuple[str, Any]]]:
     listed = [f"[{ips[family]}]:{port}" if v6 else f"{ips[family]}:{port}" for ips, port in resolved]
     scheme = "ipv6" if v6 else "ipv4"
     first = addresses.split(",")[0].strip()
-    return f"{scheme}:{','.join(listed)}", [("grpc.service_config", _ROUND_ROBIN), ("grpc.default_authority", first)]
+    options = [("grpc.service_config", service_config(True)), ("grpc.default_authority", first), *RECONNECT]
+    return f"{scheme}:{','.join(listed)}", options
 
 
 @dataclass(frozen=True)

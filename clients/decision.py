@@ -16,14 +16,15 @@ from policyd.contract import resources_pb2 as rpb
 
 # (kind, namespace, name) -> the manifest, or None when there is none
 Manifests = Callable[[str, str, str], Mapping[str, Any] | None]
+Metadata = tuple[tuple[str, str], ...]  # a call's metadata
 
 
 class PolicyCalls(Protocol):
     """The calls a decision needs: a PolicyServiceStub, or a client that wraps one (policyctl's
     adds the field-validation choice and keeps the daemon's warnings)."""
 
-    def Decide(self, request: pb.DecideRequest) -> pb.DecideResponse: ...
-    def GetObjects(self, request: pb.GetObjectsRequest) -> pb.GetObjectsResponse: ...
+    def Decide(self, request: pb.DecideRequest, metadata: Metadata = ()) -> pb.DecideResponse: ...
+    def GetObjects(self, request: pb.GetObjectsRequest, metadata: Metadata = ()) -> pb.GetObjectsResponse: ...
 
 
 @dataclass(frozen=True)
@@ -53,17 +54,18 @@ def decide(
     isvc: Mapping[str, Any],
     catalog: pb.RequestCatalog | None = None,
     lookup: str = "",
+    metadata: Metadata = (),
 ) -> Decision:
     request = pb.DecideRequest(inference_service=isvc_input(isvc), catalog=catalog, lookup=lookup)
-    return Decision(isvc, policy.Decide(request))
+    return Decision(isvc, policy.Decide(request, metadata=metadata))
 
 
-def from_catalog(policy: PolicyCalls) -> Manifests:
+def from_catalog(policy: PolicyCalls, metadata: Metadata = ()) -> Manifests:
     """Manifests from the daemon's catalog."""
 
     def get(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         key = pb.ObjectKey(kind=kind, namespace=namespace, name=name)
-        manifest = policy.GetObjects(pb.GetObjectsRequest(keys=[key])).objects[0].manifest
+        manifest = policy.GetObjects(pb.GetObjectsRequest(keys=[key]), metadata=metadata).objects[0].manifest
         found: Mapping[str, Any] | None = json.loads(manifest) if manifest else None
         return found
 

@@ -1,4 +1,5 @@
-"""The one error type for bad input: it always names the field it is about."""
+"""The errors a call can end in besides its answer: bad input (always naming its field), and a
+daemon that cannot answer it now or here."""
 
 from __future__ import annotations
 
@@ -25,3 +26,12 @@ class InvalidInput(ValueError):
 
 def _under(prefix: str, field: str) -> str:
     return f"{prefix}.{field}" if field and not field.startswith("[") else prefix + field
+
+
+class NotServing(Exception):
+    """policyd cannot answer now (its catalog has not listed the cluster yet, or has not seen what
+    the caller has): UNAVAILABLE, for the caller to try again, or another replica."""
+
+
+class NotHere(Exception):
+    """The call does not apply to this policyd as it runs (ApplyObjects under --cluster): FAILED_PRECONDITION."""

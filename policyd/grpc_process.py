@@ -176,13 +176,22 @@ def bind(
     return f"{listen.text.rsplit(':', 1)[0]}:{port}"
 
 
-def add_health(server: grpc.Server, services: Iterable[str]) -> health.HealthServicer:
-    """Standard gRPC health checking, SERVING for the server ("") and each service."""
+def add_health(server: grpc.Server, services: Iterable[str], serving: bool = True) -> health.HealthServicer:
+    """Standard gRPC health checking for the server ("") and each service: SERVING, or NOT_SERVING
+    until ``set_serving`` (a daemon that must fill its catalog first)."""
     servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
     for name in ("", *services):
-        servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+        servicer.set(name, status)
     return servicer
+
+
+def set_serving(servicers: Iterable[health.HealthServicer], services: Iterable[str]) -> None:
+    """SERVING for the server and each service (a servicer shutting down stays NOT_SERVING)."""
+    for servicer in servicers:
+        for name in ("", *services):
+            servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
 
 
 def announce(address: str, ready_file: Path | None) -> None:

@@ -1,6 +1,10 @@
-"""policyd's catalog kept equal to the cluster's (Cluster)ServingRuntimes, (Cluster)BaseModels,
-AcceleratorClasses and InferenceServices: the changes watch events show are pushed together; an
-audit replaces the whole catalog with a fresh listing. One push at a time (several workers)."""
+"""policyd's catalog and the cluster's (Cluster)ServingRuntimes, (Cluster)BaseModels,
+AcceleratorClasses and InferenceServices. A policyd that watches the cluster itself (policyd
+--cluster, as deployed) is followed: nothing is pushed, and each call says which resourceVersions
+the controller has seen, so any replica answers from a catalog at least that new. A policyd
+without it (local use) is kept equal: the changes watch events show are pushed together, and an
+audit replaces the whole catalog with a fresh listing. Each audit asks policyd which it is. One
+push at a time (several workers)."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from clients.manifests import Item, catalog_item
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
-from policyd.edge.gate import FIELD_KEY
+from policyd.edge.metadata_keys import AT_LEAST_KEY, FIELD_KEY
 
 log = logging.getLogger("policyd.controller.catalog")
 # objects per request: policyd's default --max-objects (a daemon that takes fewer says so, and
@@ -25,6 +29,7 @@ log = logging.getLogger("policyd.controller.catalog")
 CHUNK = 1000
 T = TypeVar("T")
 REVISIONS_KEPT = 4096  # revisions recently built, that a decision made meanwhile may carry
+CLUSTER = "cluster"  # GetStatusResponse.catalog_source of a policyd that watches the cluster itself
 
 
 def _refused(err: grpc.RpcError) -> bool:
@@ -49,6 +54,25 @@ class CatalogSync:
         self._built: dict[str, int] = {}  # revisions our changes made -> when (a count), the last last
         self._count = 0
         self.chunk = CHUNK  # objects per request, halved while policyd takes fewer
+        self.follows = False  # policyd watches the cluster itself: nothing is pushed
+        self._seen: dict[str, int] = {}  # kind -> the newest resourceVersion observed of it
+
+    def observed(self, obj: Manifest) -> None:
+        """A watch showed ``obj`` (a catalog kind's): calls ask policyd to have seen it too."""
+        version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        kind = str(obj.get("kind", ""))
+        if version.isdigit():
+            with self._lock:
+                self._seen[kind] = max(self._seen.get(kind, 0), int(version))
+
+    def at_least(self) -> tuple[tuple[str, str], ...]:
+        """The call metadata asking a policyd that watches for a catalog at least as new as what
+        the controller has seen (nothing for one it pushes to: its revisions tell)."""
+        if not self.follows:
+            return ()
+        with self._lock:
+            seen = ",".join(f"{kind}={version}" for kind, version in sorted(self._seen.items()))
+        return ((AT_LEAST_KEY, seen),) if seen else ()
 
     @property
     def revision(self) -> str:
@@ -62,8 +86,8 @@ class CatalogSync:
     def built_since(self, revision: str, mark: int) -> bool:
         """Whether ``revision`` is the catalog we had built at ``mark`` or one we built since
         (waiting for a push in progress, whose revision a decision may carry before we learn it)."""
-        if self._built.get(revision, -1) >= mark:
-            return True
+        if self.follows or self._built.get(revision, -1) >= mark:
+            return True  # a policyd that watches answers at least as new as we asked (at_least)
         with self._lock:
             return self._built.get(revision, -1) >= mark
 
@@ -79,6 +103,8 @@ class CatalogSync:
         whose content changed there."""
         with self._lock:
             items = {key: catalog_item(obj) for key, obj in desired.items()}
+            if self._watches_itself():
+                return self._follow({key: digest for key, (_, digest) in items.items()})
             accepted = {key: item for key, item in items.items() if self._refused.get(key) != item[1]}
             try:
                 try:
@@ -96,8 +122,33 @@ class CatalogSync:
                     self._in_chunks(lambda: self._replace(accepted))
             except grpc.RpcError as err:
                 raise Unavailable("policyd", self.address, err) from err
-            before, self._pushed = self._pushed, {key: digest for key, (_, digest) in accepted.items()}
-            return [key for key in before.keys() | self._pushed.keys() if before.get(key) != self._pushed.get(key)]
+            return self._follow({key: digest for key, (_, digest) in accepted.items()})
+
+    def _follow(self, now: dict[CatalogKey, str]) -> list[CatalogKey]:
+        """Under the lock: ``now`` is what policyd holds (pushed, or watched by policyd itself);
+        the keys whose content changed."""
+        before, self._pushed = self._pushed, now
+        return [key for key in before.keys() | now.keys() if before.get(key) != now.get(key)]
+
+    def _watches_itself(self) -> bool:
+        """Whether policyd reads the cluster itself (asked at each audit: it may have been
+        redeployed either way meanwhile)."""
+        try:
+            source = self.policy.GetStatus(pb.GetStatusRequest()).catalog_source
+        except grpc.RpcError as err:
+            raise Unavailable("policyd", self.address, err) from err
+        follows: bool = source == CLUSTER
+        if follows != self.follows:
+            log.info(
+                "policyd at %s %s",
+                self.address,
+                "watches the cluster itself: following it, pushing nothing"
+                if follows
+                else "does not watch the cluster: keeping its catalog equal to the cluster's",
+            )
+            self._refused.clear()
+        self.follows = follows
+        return follows
 
     def _replace(self, accepted: Mapping[CatalogKey, Item]) -> None:
         """In one request when it fits; else the first replaces (runtimes, models and classes first),
@@ -109,9 +160,27 @@ class CatalogSync:
         for start in range(0, max(len(ordered), 1), chunk):
             objects = [rpb.Object(manifest=manifest) for _, (manifest, _) in ordered[start : start + chunk]]
             request = pb.ApplyObjectsRequest(objects=objects, replace=start == 0)
-            revision = self.policy.ApplyObjects(request).catalog_revision
+            answer = self.policy.ApplyObjects(request)
+            if start == 0:
+                self._say_removed([c.key for c in answer.changes if c.action == "deleted"])
             if start + chunk >= deciding:
-                self._record(revision)
+                self._record(answer.catalog_revision)
+
+    def _say_removed(self, removed: list[pb.ObjectKey]) -> None:
+        """A replace removed objects the controller never pushed: policyd held another catalog
+        (another cluster's controller, a catalog directory, a policyctl apply). Said, not silent."""
+        strange = [k for k in removed if (k.kind, k.namespace, k.name) not in self._pushed]
+        if strange:
+            names = [f"{k.kind} {k.namespace + '/' if k.namespace else ''}{k.name}" for k in strange[:5]]
+            log.warning(
+                "policyd at %s held %d objects this cluster does not have (%s%s): they are removed, "
+                "its catalog is this cluster's now; if another controller keeps it, point this one elsewhere",
+                self.address,
+                len(strange),
+                ", ".join(names),
+                ", …" if len(strange) > 5 else "",
+                extra={"removed": len(strange)},
+            )
 
     def _in_chunks(self, push: Callable[[], T]) -> T:
         """``push``, again with half as many objects per request while policyd refuses a request
@@ -135,6 +204,13 @@ class CatalogSync:
         """Objects changed (None: deleted); returns the keys whose copy in policyd changed."""
         with self._lock:
             before = {key: self._pushed.get(key) for key in changes}
+            if self.follows:
+                for key, obj in changes.items():
+                    if obj is None:
+                        self._pushed.pop(key, None)
+                    else:
+                        self._pushed[key] = catalog_item(obj)[1]
+                return [key for key, digest in before.items() if self._pushed.get(key) != digest]
             try:
                 self._in_chunks(lambda: self._update(changes))
             except grpc.RpcError as err:

@@ -96,6 +96,7 @@ class Controller:
             if not deleted and settled is not None and _shows_only(obj, *settled):
                 return [CATALOG]
             return [CATALOG, ("isvc", *key)]
+        self.catalog.observed(obj)  # a policyd that watches is asked to have seen it too
         with self._lock:
             self._seq += 1
             self._catalog[ckey] = (self._seq, None if deleted else obj)

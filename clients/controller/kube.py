@@ -6,15 +6,13 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes import client, config, dynamic
+from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from clients.controller.outcome import Event
@@ -55,10 +53,6 @@ class Applied:
     uid: str  # the object's; empty when the apply was skipped
 
 
-class ConfigError(Exception):
-    pass
-
-
 class Conflict(Exception):
     """Server-side apply found fields another field manager owns with other values."""
 
@@ -67,27 +61,6 @@ class Conflict(Exception):
         fields = "; ".join(f"{c.get('field', '')}: {c.get('message', '')}" for c in causes) or error.reason
         meta = obj.get("metadata") or {}
         super().__init__(f"{obj.get('kind')} {meta.get('name')}: {fields}")
-
-
-def load_configuration(kubeconfig: str | None) -> None:
-    """--kubeconfig, else kubectl's lookup: $KUBECONFIG, ~/.kube/config, then the in-cluster service account."""
-    try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig)
-        elif _kubeconfig_files():
-            config.load_kube_config()  # it merges $KUBECONFIG's files itself
-        else:
-            # not config.load_config(): it prints a warning of its own before trying this
-            config.load_incluster_config()
-    except (ConfigException, OSError) as err:
-        where = kubeconfig or "$KUBECONFIG, ~/.kube/config or the in-cluster service account"
-        raise ConfigError(f"no usable Kubernetes configuration in {where}: {err}") from err
-
-
-def _kubeconfig_files() -> list[str]:
-    """The kubeconfig files kubectl would read that exist: $KUBECONFIG's (a path list), else ~/.kube/config."""
-    paths = os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)
-    return [path for path in paths if path and os.path.exists(os.path.expanduser(path))]
 
 
 def catalog_key(obj: Manifest) -> CatalogKey:

@@ -18,11 +18,12 @@ from clients.controller import leader
 from clients.controller.catalog_sync import CatalogSync
 from clients.controller.controller import Controller
 from clients.controller.events import EventRecorder
-from clients.controller.kube import ConfigError, Kube, load_configuration
+from clients.controller.kube import Kube
 from clients.controller.operator import lead
 from clients.controller.reconcile import Reconciler
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.exiting import exit_now
+from policyd.kubeconfig import ConfigError, load_configuration
 from policyd.logs import configure_logging
 
 log = logging.getLogger("policyd.controller")
@@ -98,10 +99,11 @@ async def run(args: argparse.Namespace) -> int:
     configuration.connection_pool_maxsize = args.workers + 2
     api = client.ApiClient(configuration)
     kube = Kube(api, me)
+    catalog = CatalogSync(policy, args.policyd)
     controller = Controller(
         kube,
-        CatalogSync(policy, args.policyd),
-        Reconciler(policy, renderer, (args.policyd, args.renderer)),
+        catalog,
+        Reconciler(policy, renderer, (args.policyd, args.renderer), catalog.at_least),
         EventRecorder(kube),
     )
     operator = asyncio.create_task(lead(controller, stop, args.workers))

@@ -11,7 +11,7 @@ from typing import Any
 import grpc
 
 from clients.controller.outcome import ADVISORY, RESOLVED, Condition, Event, Outcome
-from clients.decision import Decision, decide, from_catalog, render_request
+from clients.decision import Decision, Metadata, decide, from_catalog, render_request
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 
 OBJECTS_KEPT = 256  # catalog manifests kept for renders
@@ -33,18 +33,20 @@ class Reconciler:
         policy: policy_pb2_grpc.PolicyServiceStub,
         renderer: render_pb2_grpc.RendererServiceStub,
         addresses: tuple[str, str] = ("", ""),
+        at_least: Callable[[], Metadata] = lambda: (),
     ) -> None:
         self.policy = policy
+        self.at_least = at_least  # the call metadata asking for a catalog as new as the controller has seen
         self.renderer = renderer
         self.policy_address, self.renderer_address = addresses
-        self._fetch = from_catalog(policy)
         # catalog objects by (catalog revision, kind, namespace, name): a revision is the catalog's
         # content, so InferenceServices decided on one share their runtime's and model's manifests
         self._objects: dict[tuple[str, str, str, str], Mapping[str, Any] | None] = {}
 
     def reconcile(self, isvc: Mapping[str, Any]) -> Outcome:
+        metadata = self.at_least()
         try:
-            decision = decide(self.policy, isvc)
+            decision = decide(self.policy, isvc, metadata=metadata)
         except grpc.RpcError as err:
             raise Unavailable("policyd", self.policy_address, err) from err
         refused = refusal(decision)
@@ -56,7 +58,7 @@ class Reconciler:
         events = (Event("Warning", answer.event_reason or ADVISORY, answer.event),) if answer.event else ()
         kind, name, _ = decision.runtime
         try:
-            request = render_request(decision, self._manifests(revision))
+            request = render_request(decision, self._manifests(revision, metadata))
         except grpc.RpcError as err:
             raise Unavailable("policyd", self.policy_address, err) from err
         try:
@@ -71,13 +73,15 @@ class Reconciler:
             revision,
         )
 
-    def _manifests(self, revision: str) -> Callable[[str, str, str], Mapping[str, Any] | None]:
+    def _manifests(self, revision: str, metadata: Metadata) -> Callable[[str, str, str], Mapping[str, Any] | None]:
+        fetch = from_catalog(self.policy, metadata)
+
         def get(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
             key = (revision, kind, namespace, name)
             if not revision or key not in self._objects:
                 if len(self._objects) >= OBJECTS_KEPT:
                     self._objects = {k: v for k, v in self._objects.items() if k[0] == revision}
-                self._objects[key] = self._fetch(kind, namespace, name)
+                self._objects[key] = fetch(kind, namespace, name)
             return self._objects[key]
 
         return get

@@ -14,11 +14,13 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from clients.channels import VALIDATION_KEY, WARNING_KEY, Connection
+from clients.channels import Connection
+from clients.decision import Metadata
 from clients.tls_faults import TlsFault
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
+from policyd.edge.metadata_keys import VALIDATION_KEY, WARNING_KEY
 
 DEFAULT_ADDRESS = os.environ.get("POLICYD_ADDRESS", "127.0.0.1:50051")
 DEFAULT_RENDERER = os.environ.get("POLICY_RENDER_ADDRESS", "unix:/tmp/policy-render.sock")
@@ -50,22 +52,22 @@ class Caller:
         self.validation = validation
         self.warnings: list[str] = []
 
-    def __call__(self, method: str, request: Message) -> Any:
+    def __call__(self, method: str, request: Message, metadata: Metadata = ()) -> Any:
         rpc: Callable[..., tuple[Any, grpc.Call]] = getattr(self.stub, method).with_call
         try:
-            response, call = rpc(request, metadata=((VALIDATION_KEY, self.validation),))
+            response, call = rpc(request, metadata=((VALIDATION_KEY, self.validation), *metadata))
         except grpc.RpcError as err:
             self._keep(err.trailing_metadata() if isinstance(err, grpc.Call | TlsFault) else None)
             raise
         self._keep(call.trailing_metadata())
         return response
 
-    def Decide(self, request: pb.DecideRequest) -> pb.DecideResponse:
-        reply: pb.DecideResponse = self("Decide", request)
+    def Decide(self, request: pb.DecideRequest, metadata: Metadata = ()) -> pb.DecideResponse:
+        reply: pb.DecideResponse = self("Decide", request, metadata)
         return reply
 
-    def GetObjects(self, request: pb.GetObjectsRequest) -> pb.GetObjectsResponse:
-        reply: pb.GetObjectsResponse = self("GetObjects", request)
+    def GetObjects(self, request: pb.GetObjectsRequest, metadata: Metadata = ()) -> pb.GetObjectsResponse:
+        reply: pb.GetObjectsResponse = self("GetObjects", request, metadata)
         return reply
 
     def _keep(self, trailers: Any) -> None:

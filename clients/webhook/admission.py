@@ -10,13 +10,13 @@ from collections.abc import Callable
 
 import grpc
 
-from clients.channels import VALIDATION_KEY
 from clients.tls_faults import TlsFault
 from clients.webhook.cluster_reads import ClusterReads
 from clients.webhook.review import ALLOWED, ALWAYS_ALLOWED, Answer, Request
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
+from policyd.edge.metadata_keys import VALIDATION_KEY
 
 log = logging.getLogger("policyd.webhook")
 # the StatusCode of a policyd that was not reached (DEADLINE_EXCEEDED is told apart: it names the time)

@@ -17,7 +17,6 @@ from grpc_health.v1 import health_pb2_grpc
 from kubernetes import client
 
 from clients import channels
-from clients.controller.kube import ConfigError, load_configuration
 from clients.webhook.admission import Reviewer
 from clients.webhook.certs import CertError, ServingCertificates
 from clients.webhook.cluster_reads import ClusterReads
@@ -25,6 +24,7 @@ from clients.webhook.server import WebhookServer
 from policyd.contract import policy_pb2_grpc
 from policyd.exiting import exit_now
 from policyd.grpc_process import announce, stop_signal, until_stopped
+from policyd.kubeconfig import ConfigError, load_configuration
 from policyd.logs import configure_logging
 
 log = logging.getLogger("policyd.webhook")

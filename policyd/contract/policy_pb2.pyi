@@ -1337,10 +1337,26 @@ class GetStatusResponse(_message.Message):
     INFERENCE_SERVICES_FIELD_NUMBER: _builtins.int
     ACCELERATOR_CLASSES_FIELD_NUMBER: _builtins.int
     ENDPOINTS_FIELD_NUMBER: _builtins.int
+    CATALOG_SOURCE_FIELD_NUMBER: _builtins.int
+    KINDS_FIELD_NUMBER: _builtins.int
+    STALE_SINCE_UNIX_SECONDS_FIELD_NUMBER: _builtins.int
+    STALE_REASON_FIELD_NUMBER: _builtins.int
+    REFUSED_FIELD_NUMBER: _builtins.int
     runtimes: _builtins.int
     models: _builtins.int
     inference_services: _builtins.int
     accelerator_classes: _builtins.int
+    catalog_source: _builtins.str
+    """Where the catalog comes from: "cluster" (policyd --cluster lists and watches the cluster's
+    objects itself; ApplyObjects and DeleteObjects are refused), else "local" (a watched
+    directory and ApplyObjects / DeleteObjects).
+    """
+    stale_since_unix_seconds: _builtins.float
+    """Under --cluster: when the API server stopped answering (the catalog serving is the last one
+    synced since then); 0 while the watches are connected.
+    """
+    stale_reason: _builtins.str
+    """Why, while stale: the last error of a watch."""
     @_builtins.property
     def revisions(self) -> Global___Revisions: ...
     @_builtins.property
@@ -1359,6 +1375,16 @@ class GetStatusResponse(_message.Message):
         process. Empty for a daemon of one process.
         """
 
+    @_builtins.property
+    def kinds(self) -> _containers.RepeatedCompositeFieldContainer[Global___KindSync]:
+        """Under --cluster: each watched kind's sync, in a fixed order."""
+
+    @_builtins.property
+    def refused(self) -> _containers.RepeatedCompositeFieldContainer[Global___RefusedObject]:
+        """Under --cluster: the cluster's objects policyd keeps out of its catalog (what OME's webhook
+        would refuse), with why; catalog_errors says the same as text.
+        """
+
     def __init__(
         self,
         *,
@@ -1371,14 +1397,94 @@ class GetStatusResponse(_message.Message):
         inference_services: _builtins.int = ...,
         accelerator_classes: _builtins.int = ...,
         endpoints: _abc.Iterable[_builtins.str] | None = ...,
+        catalog_source: _builtins.str = ...,
+        kinds: _abc.Iterable[Global___KindSync] | None = ...,
+        stale_since_unix_seconds: _builtins.float = ...,
+        stale_reason: _builtins.str = ...,
+        refused: _abc.Iterable[Global___RefusedObject] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["last_attempt", b"last_attempt", "revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "catalog_errors", b"catalog_errors", "endpoints", b"endpoints", "inference_services", b"inference_services", "last_attempt", b"last_attempt", "models", b"models", "overrides", b"overrides", "revisions", b"revisions", "runtimes", b"runtimes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "catalog_errors", b"catalog_errors", "catalog_source", b"catalog_source", "endpoints", b"endpoints", "inference_services", b"inference_services", "kinds", b"kinds", "last_attempt", b"last_attempt", "models", b"models", "overrides", b"overrides", "refused", b"refused", "revisions", b"revisions", "runtimes", b"runtimes", "stale_reason", b"stale_reason", "stale_since_unix_seconds", b"stale_since_unix_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetStatusResponse: _TypeAlias = GetStatusResponse  # noqa: Y015
+
+@_typing.final
+class KindSync(_message.Message):
+    """One kind's list and watch under policyd --cluster."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    SYNCED_FIELD_NUMBER: _builtins.int
+    OBJECTS_FIELD_NUMBER: _builtins.int
+    REFUSED_FIELD_NUMBER: _builtins.int
+    RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    LISTS_FIELD_NUMBER: _builtins.int
+    WATCHES_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    synced: _builtins.bool
+    """The first list of the kind is in: policyd answers only once every kind is synced (gRPC
+    health says NOT_SERVING before).
+    """
+    objects: _builtins.int
+    """Objects of the kind in the catalog, and those refused."""
+    refused: _builtins.int
+    resource_version: _builtins.str
+    """The resourceVersion the catalog has seen of the kind (the last list's, then each event's and
+    bookmark's).
+    """
+    lists: _builtins.int
+    """Lists of the kind (the first, then one after each 410 Gone) and watches opened."""
+    watches: _builtins.int
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        synced: _builtins.bool = ...,
+        objects: _builtins.int = ...,
+        refused: _builtins.int = ...,
+        resource_version: _builtins.str = ...,
+        lists: _builtins.int = ...,
+        watches: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "lists", b"lists", "objects", b"objects", "refused", b"refused", "resource_version", b"resource_version", "synced", b"synced", "watches", b"watches"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KindSync: _TypeAlias = KindSync  # noqa: Y015
+
+@_typing.final
+class RefusedObject(_message.Message):
+    """A cluster object policyd keeps out of its catalog."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    FIELD_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    field: _builtins.str
+    message: _builtins.str
+    @_builtins.property
+    def key(self) -> Global___ObjectKey: ...
+    def __init__(
+        self,
+        *,
+        key: Global___ObjectKey | None = ...,
+        field: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["field", b"field", "key", b"key", "message", b"message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RefusedObject: _TypeAlias = RefusedObject  # noqa: Y015
 
 @_typing.final
 class CatalogOverride(_message.Message):

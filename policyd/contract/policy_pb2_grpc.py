@@ -28,6 +28,13 @@ if _version_not_supported:
 class PolicyServiceStub:
     """Runtime selection for OME InferenceServices. Every response names the rules
     revision and the catalog revision that produced it.
+
+    Under `policyd --cluster`, a call may carry the metadata `policyd-catalog-at-least` with
+    `Kind=resourceVersion` pairs, comma-separated (the newest resourceVersion the caller has seen
+    of each kind): policyd answers once its catalog has seen each kind that far (waiting up to
+    10 s within the call's deadline), else UNAVAILABLE naming the kind that is behind. A
+    controller that watches the cluster too reads its own observations back this way, from any
+    replica.
     """
 
     def __init__(self, channel):
@@ -111,6 +118,13 @@ class PolicyServiceStub:
 class PolicyServiceServicer:
     """Runtime selection for OME InferenceServices. Every response names the rules
     revision and the catalog revision that produced it.
+
+    Under `policyd --cluster`, a call may carry the metadata `policyd-catalog-at-least` with
+    `Kind=resourceVersion` pairs, comma-separated (the newest resourceVersion the caller has seen
+    of each kind): policyd answers once its catalog has seen each kind that far (waiting up to
+    10 s within the call's deadline), else UNAVAILABLE naming the kind that is behind. A
+    controller that watches the cluster too reads its own observations back this way, from any
+    replica.
     """
 
     def Select(self, request, context):
@@ -162,14 +176,15 @@ class PolicyServiceServicer:
 
     def ApplyObjects(self, request, context):
         """Add or replace catalog objects: runtimes, models, InferenceServices and AcceleratorClasses
-        (the controller keeps the catalog in sync with this).
+        (for a policyd without --cluster: local, offline and what-if use, or a controller keeping
+        its catalog in sync; a policyd that watches the cluster refuses it, FAILED_PRECONDITION).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteObjects(self, request, context):
-        """Remove catalog objects.
+        """Remove catalog objects (as ApplyObjects: refused under --cluster).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -306,6 +321,13 @@ def add_PolicyServiceServicer_to_server(servicer, server):
 class PolicyService:
     """Runtime selection for OME InferenceServices. Every response names the rules
     revision and the catalog revision that produced it.
+
+    Under `policyd --cluster`, a call may carry the metadata `policyd-catalog-at-least` with
+    `Kind=resourceVersion` pairs, comma-separated (the newest resourceVersion the caller has seen
+    of each kind): policyd answers once its catalog has seen each kind that far (waiting up to
+    10 s within the call's deadline), else UNAVAILABLE naming the kind that is behind. A
+    controller that watches the cluster too reads its own observations back this way, from any
+    replica.
     """
 
     @staticmethod

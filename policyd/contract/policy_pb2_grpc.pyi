@@ -29,6 +29,13 @@ GRPC_VERSION: str
 class PolicyServiceStub:
     """Runtime selection for OME InferenceServices. Every response names the rules
     revision and the catalog revision that produced it.
+
+    Under `policyd --cluster`, a call may carry the metadata `policyd-catalog-at-least` with
+    `Kind=resourceVersion` pairs, comma-separated (the newest resourceVersion the caller has seen
+    of each kind): policyd answers once its catalog has seen each kind that far (waiting up to
+    10 s within the call's deadline), else UNAVAILABLE naming the kind that is behind. A
+    controller that watches the cluster too reads its own observations back this way, from any
+    replica.
     """
 
     @_typing.overload
@@ -57,10 +64,11 @@ class PolicyServiceStub:
     """The BaseModel spec fields OME records from a model_index.json or config.json."""
     ApplyObjects: _grpc.UnaryUnaryMultiCallable[_policy_pb2.ApplyObjectsRequest, _policy_pb2.ApplyObjectsResponse]
     """Add or replace catalog objects: runtimes, models, InferenceServices and AcceleratorClasses
-    (the controller keeps the catalog in sync with this).
+    (for a policyd without --cluster: local, offline and what-if use, or a controller keeping
+    its catalog in sync; a policyd that watches the cluster refuses it, FAILED_PRECONDITION).
     """
     DeleteObjects: _grpc.UnaryUnaryMultiCallable[_policy_pb2.DeleteObjectsRequest, _policy_pb2.DeleteObjectsResponse]
-    """Remove catalog objects."""
+    """Remove catalog objects (as ApplyObjects: refused under --cluster)."""
     GetObjects: _grpc.UnaryUnaryMultiCallable[_policy_pb2.GetObjectsRequest, _policy_pb2.GetObjectsResponse]
     """Catalog objects by key, as manifests (for renderers and the CLI)."""
     GetStatus: _grpc.UnaryUnaryMultiCallable[_policy_pb2.GetStatusRequest, _policy_pb2.GetStatusResponse]
@@ -86,6 +94,13 @@ class PolicyServiceStub:
 class PolicyServiceAsyncStub(PolicyServiceStub):
     """Runtime selection for OME InferenceServices. Every response names the rules
     revision and the catalog revision that produced it.
+
+    Under `policyd --cluster`, a call may carry the metadata `policyd-catalog-at-least` with
+    `Kind=resourceVersion` pairs, comma-separated (the newest resourceVersion the caller has seen
+    of each kind): policyd answers once its catalog has seen each kind that far (waiting up to
+    10 s within the call's deadline), else UNAVAILABLE naming the kind that is behind. A
+    controller that watches the cluster too reads its own observations back this way, from any
+    replica.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -111,10 +126,11 @@ class PolicyServiceAsyncStub(PolicyServiceStub):
     """The BaseModel spec fields OME records from a model_index.json or config.json."""
     ApplyObjects: _aio.UnaryUnaryMultiCallable[_policy_pb2.ApplyObjectsRequest, _policy_pb2.ApplyObjectsResponse]  # type: ignore[assignment]
     """Add or replace catalog objects: runtimes, models, InferenceServices and AcceleratorClasses
-    (the controller keeps the catalog in sync with this).
+    (for a policyd without --cluster: local, offline and what-if use, or a controller keeping
+    its catalog in sync; a policyd that watches the cluster refuses it, FAILED_PRECONDITION).
     """
     DeleteObjects: _aio.UnaryUnaryMultiCallable[_policy_pb2.DeleteObjectsRequest, _policy_pb2.DeleteObjectsResponse]  # type: ignore[assignment]
-    """Remove catalog objects."""
+    """Remove catalog objects (as ApplyObjects: refused under --cluster)."""
     GetObjects: _aio.UnaryUnaryMultiCallable[_policy_pb2.GetObjectsRequest, _policy_pb2.GetObjectsResponse]  # type: ignore[assignment]
     """Catalog objects by key, as manifests (for renderers and the CLI)."""
     GetStatus: _aio.UnaryUnaryMultiCallable[_policy_pb2.GetStatusRequest, _policy_pb2.GetStatusResponse]  # type: ignore[assignment]
@@ -139,6 +155,13 @@ class PolicyServiceAsyncStub(PolicyServiceStub):
 class PolicyServiceServicer(metaclass=_abc_1.ABCMeta):
     """Runtime selection for OME InferenceServices. Every response names the rules
     revision and the catalog revision that produced it.
+
+    Under `policyd --cluster`, a call may carry the metadata `policyd-catalog-at-least` with
+    `Kind=resourceVersion` pairs, comma-separated (the newest resourceVersion the caller has seen
+    of each kind): policyd answers once its catalog has seen each kind that far (waiting up to
+    10 s within the call's deadline), else UNAVAILABLE naming the kind that is behind. A
+    controller that watches the cluster too reads its own observations back this way, from any
+    replica.
     """
 
     @_abc_1.abstractmethod
@@ -204,7 +227,8 @@ class PolicyServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_policy_pb2.ApplyObjectsResponse, _abc.Awaitable[_policy_pb2.ApplyObjectsResponse]]:
         """Add or replace catalog objects: runtimes, models, InferenceServices and AcceleratorClasses
-        (the controller keeps the catalog in sync with this).
+        (for a policyd without --cluster: local, offline and what-if use, or a controller keeping
+        its catalog in sync; a policyd that watches the cluster refuses it, FAILED_PRECONDITION).
         """
 
     @_abc_1.abstractmethod
@@ -213,7 +237,7 @@ class PolicyServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _policy_pb2.DeleteObjectsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_policy_pb2.DeleteObjectsResponse, _abc.Awaitable[_policy_pb2.DeleteObjectsResponse]]:
-        """Remove catalog objects."""
+        """Remove catalog objects (as ApplyObjects: refused under --cluster)."""
 
     @_abc_1.abstractmethod
     def GetObjects(

@@ -20,10 +20,10 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from policyd.edge.limits import LimitExceeded, Limits, check_request, deadline_in
+from policyd.edge.metadata_keys import FIELD_KEY
 
 log = logging.getLogger("policyd.gate")
 QUIET_SECONDS = 0.25  # draining ends once no call has arrived for this long (and none is in progress)
-FIELD_KEY = "policyd-field"  # the trailer naming the request field a refusal is about
 CallCounter = Callable[[str, grpc.StatusCode], None]  # a call of the method ended with the code
 
 

@@ -8,20 +8,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from policyd.edge.metadata_keys import VALIDATION_KEY
 from policyd.errors import InvalidInput
 from policyd.resources.schema import unknown_fields
 
-MODE_KEY = "policyd-field-validation"
-WARNING_KEY = "policyd-warning"
 MODES = ("Strict", "Warn", "Ignore")
 
 
 def mode_of(metadata: Mapping[str, str]) -> str:
-    value = metadata.get(MODE_KEY) or "Warn"
+    value = metadata.get(VALIDATION_KEY) or "Warn"
     for mode in MODES:
         if value.lower() == mode.lower():
             return mode
-    raise InvalidInput(f"metadata[{MODE_KEY}]", f"unknown field validation {value!r} (one of {', '.join(MODES)})")
+    raise InvalidInput(f"metadata[{VALIDATION_KEY}]", f"unknown field validation {value!r} (one of {', '.join(MODES)})")
 
 
 class FieldCheck:

@@ -14,6 +14,7 @@ from typing import NoReturn
 import grpc
 from grpc_health.v1 import health
 from grpc_reflection.v1alpha import reflection
+from kubernetes import client
 from prometheus_client import start_http_server
 
 from policyd.contract import policy_pb2, policy_pb2_grpc
@@ -31,11 +32,15 @@ from policyd.grpc_process import (
     new_server,
     parse_listen,
     seconds,
+    set_serving,
     stop_signal,
     wait_for_stop_signal,
 )
+from policyd.kube.sync import ClusterCatalog
+from policyd.kubeconfig import ConfigError, load_configuration
 from policyd.logs import configure_logging
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError
+from policyd.resources.kinds import OME_KINDS
 from policyd.server import observability as obs
 from policyd.server.authz import Authorizer, AuthzError
 from policyd.server.heap import give_back_heap, settle_heap
@@ -110,6 +115,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--catalog", type=_directory("the catalog"), help="directory of runtime and model manifests, watched"
     )
+    p.add_argument(
+        "--cluster",
+        action="store_true",
+        help="list and watch the cluster's OME objects as the catalog (ready once every kind is listed); "
+        "ApplyObjects and DeleteObjects are refused",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        help="with --cluster: kubeconfig file (default: as kubectl, $KUBECONFIG, ~/.kube/config, "
+        "then the in-cluster service account)",
+    )
     p.add_argument("--listen", type=_listen, default="127.0.0.1:50051", help="host:port, or unix:PATH (%(default)s)")
     p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
     p.add_argument(
@@ -140,6 +156,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for name in ("watch_interval", "call_timeout"):
         if getattr(args, name) <= 0:
             p.error(f"argument --{name.replace('_', '-')}: must be more than 0, got {getattr(args, name)}")
+    if args.cluster and args.catalog is not None:
+        p.error("--cluster and --catalog: the catalog is either the cluster's or a directory's, not both")
+    if args.cluster and args.processes > 1:
+        p.error(
+            "--cluster serves from one process: run more replicas (each watches the cluster) instead of --processes"
+        )
+    if args.kubeconfig and not args.cluster:
+        p.error("--kubeconfig is for --cluster")
     if args.shutdown_grace < 0:
         p.error(f"argument --shutdown-grace: must be 0 or more, got {args.shutdown_grace}")
     return args
@@ -327,6 +351,7 @@ def _serve(args: argparse.Namespace) -> int:
         authorizer = Authorizer(args.authz) if args.authz is not None else None
     except AuthzError as err:
         raise StartError(f"--authz: {err}") from None
+    cluster = _cluster(args, state)
     service = policy_pb2.DESCRIPTOR.services_by_name["PolicyService"].full_name
     gate = Gate((service,), limits, authorizer, obs.count_call)
     shared = args.journal is not None  # a worker of --processes: the supervisor holds the ports
@@ -334,8 +359,10 @@ def _serve(args: argparse.Namespace) -> int:
         pin_to_cpu(args.pin_cpu)  # loaded (its parsing forked onto every CPU), before serving
     server = new_server(args.workers, limits.max_message_bytes, limits.max_concurrent, [gate], shared)
     endpoints = tuple(e for e in args.endpoints.split(",") if e)
-    policy_pb2_grpc.add_PolicyServiceServicer_to_server(PolicyServicer(state, decisions, endpoints=endpoints), server)
-    health_servicer = add_health(server, [service])
+    servicer = PolicyServicer(state, decisions, endpoints=endpoints, cluster=cluster)
+    policy_pb2_grpc.add_PolicyServiceServicer_to_server(servicer, server)
+    health_servicer = add_health(server, [service], serving=cluster is None)
+    healths = [health_servicer]
     reflection.enable_server_reflection((service, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     address = listen_on(server, args.listen, credentials, args.insecure, shared)
     if args.own_listen is not None:
@@ -343,7 +370,8 @@ def _serve(args: argparse.Namespace) -> int:
     probes = None
     if args.health_listen is not None:
         probes = new_server(1, 1 << 16, shared=shared)
-        probe_health = add_health(probes, [service])
+        probe_health = add_health(probes, [service], serving=cluster is None)
+        healths.append(probe_health)
         # health alone: nothing to hide, and kubelet probes speak plaintext
         listen_on(probes, args.health_listen, None, True, shared)
     if args.metrics_port:
@@ -353,6 +381,9 @@ def _serve(args: argparse.Namespace) -> int:
         probes.start()
     _serving_rules(state, kept, args.state_dir)
 
+    if cluster is not None:
+        cluster.on_ready = lambda: set_serving(healths, [service])  # ready once the cluster is listed
+        cluster.start()
     watchers = [Watcher(args.rules, False, args.watch_interval, state.reload_rules)]
     if args.catalog is not None:
         interval = max(args.watch_interval, 1.0)
@@ -371,7 +402,31 @@ def _serve(args: argparse.Namespace) -> int:
         probes.stop(0)
     for w in watchers:
         w.stop()
+    if cluster is not None:
+        cluster.stop()
     return exit_now(0)
+
+
+def _cluster(args: argparse.Namespace, state: ServingState) -> ClusterCatalog | None:
+    """--cluster: the watches that fill the catalog (started once the server serves)."""
+    if not args.cluster:
+        return None
+    try:
+        load_configuration(args.kubeconfig)
+    except ConfigError as err:
+        raise StartError(str(err)) from None
+    configuration = client.Configuration.get_default_copy()
+    configuration.connection_pool_maxsize = len(OME_KINDS) + 2  # a watch a kind, and lists
+    configuration.retries = 0  # the watches back off and try again themselves, and say so once
+    return ClusterCatalog(state, client.ApiClient(configuration), on_change=_record_cluster)
+
+
+def _record_cluster(cluster: ClusterCatalog) -> None:
+    for kind, refused, _, _ in cluster.kinds():
+        obs.CATALOG_SIZE.labels(kind.kind.name).set(len(kind.keys))
+        obs.CLUSTER_SYNCED.labels(kind.kind.name).set(1 if kind.synced else 0)
+        obs.CLUSTER_REFUSED.labels(kind.kind.name).set(refused)
+    obs.CATALOG_ERRORS.set(len(cluster.refused))
 
 
 def _serving_rules(state: ServingState, kept: StateDir | None, state_dir: Path | None) -> None:

@@ -37,6 +37,15 @@ CATALOG_FAULTS = Gauge(
     "Catalog files (or the directory) that cannot be read or parsed, whose last good content serves",
     registry=REGISTRY,
 )
+CLUSTER_SYNCED = Gauge(
+    "policyd_cluster_synced", "Under --cluster: 1 once the kind's first list is in", ["kind"], registry=REGISTRY
+)
+CLUSTER_REFUSED = Gauge(
+    "policyd_cluster_refused_objects",
+    "Under --cluster: the cluster's objects kept out of the catalog (what OME's webhook would refuse)",
+    ["kind"],
+    registry=REGISTRY,
+)
 CACHE_HITS = Counter(
     "policyd_decision_cache_hits_total", "Decisions answered from the decision cache", registry=REGISTRY
 )

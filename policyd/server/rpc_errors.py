@@ -11,9 +11,8 @@ import grpc
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from policyd.edge.gate import FIELD_KEY
+from policyd.edge.metadata_keys import FIELD_KEY, WARNING_KEY
 from policyd.errors import InvalidInput
-from policyd.server.fieldcheck import WARNING_KEY
 
 Trailers = tuple[tuple[str, str | bytes], ...]
 

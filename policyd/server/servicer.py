@@ -21,7 +21,9 @@ from policyd.decision import admission
 from policyd.decision import orchestrator as decide
 from policyd.decision.lookup import check_lookup
 from policyd.edge.limits import DeadlineExceeded
-from policyd.errors import InvalidInput
+from policyd.edge.metadata_keys import AT_LEAST_KEY
+from policyd.errors import InvalidInput, NotHere, NotServing
+from policyd.kube.sync import ClusterCatalog, Refusal, parse_at_least
 from policyd.policy.revision import Revision
 from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef, ServingRuntime
 from policyd.resources.proto import object_manifest, struct_to_dict
@@ -50,6 +52,10 @@ Resp = TypeVar("Resp", bound=Message)
 LOGGED = frozenset({"Select", "Explain", "Resolve", "Effective", "Decide", "Admit"})
 CACHEABLE = LOGGED - {"Admit"}
 ADMIT_FIELD = "object"
+# answered before the cluster is listed: they read no catalog
+UNGATED = frozenset({"GetStatus", "InspectModel"})
+CATALOG_WRITES = frozenset({"ApplyObjects", "DeleteObjects"})
+AT_LEAST_WAIT = 10.0  # seconds a call waits for the catalog to see what its caller has seen
 
 
 def _request_catalog(base: Catalog, value: pb.RequestCatalog, fields: FieldCheck) -> Catalog:
@@ -98,9 +104,15 @@ class _RequestId:
 
 class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def __init__(
-        self, state: ServingState, decisions: obs.DecisionLog, fast: bool = True, endpoints: Sequence[str] = ()
+        self,
+        state: ServingState,
+        decisions: obs.DecisionLog,
+        fast: bool = True,
+        endpoints: Sequence[str] = (),
+        cluster: ClusterCatalog | None = None,
     ) -> None:
         self.state = state
+        self.cluster = cluster  # policyd --cluster: the catalog is the cluster's, read by these watches
         self.decisions = decisions
         self.whatif = WhatIf(state)
         self.fast = fast  # False: judge every runtime in scope (the plain path the fast one must equal)
@@ -128,7 +140,6 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp | Encoded[Resp]],
     ) -> Resp | Encoded[Resp]:
         started = time.perf_counter()
-        catalog = self.state.catalog
         metadata = dict(context.invocation_metadata())
         # made only when something names it (the log, the decision log): a uuid is a syscall
         request_id = _RequestId(metadata.get("x-request-id"))
@@ -137,6 +148,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         try:
             try:
                 fields.mode = mode_of(metadata)
+                if self.cluster is not None and rpc not in UNGATED:
+                    self._in_sync(rpc, metadata, context)
+                catalog = self.state.catalog  # read once: the call decides on one catalog
                 # the mode decides between an answer and a refusal: answers are cached per mode
                 salt = b"" if fields.mode == "Warn" else fields.mode.encode()
                 # the digest keys the cache and the decision log: none when neither is kept
@@ -162,6 +176,12 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 # what abort_with_status does, in two steps every ServicerContext has
                 context.set_trailing_metadata(status.trailing_metadata)
                 context.abort(status.code, status.details)
+            except NotServing as err:
+                code = grpc.StatusCode.UNAVAILABLE
+                context.abort(code, str(err))
+            except NotHere as err:
+                code = grpc.StatusCode.FAILED_PRECONDITION
+                context.abort(code, str(err))
             except DeadlineExceeded:
                 code = grpc.StatusCode.DEADLINE_EXCEEDED
                 context.abort(code, "the call ran past its deadline (the client's, or --call-timeout)")
@@ -180,6 +200,26 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         finally:
             obs.count_call(rpc, code)
             obs.observe_latency(rpc, time.perf_counter() - started)
+
+    def _in_sync(self, rpc: str, metadata: dict[str, Any], context: grpc.ServicerContext) -> None:
+        """Under --cluster: the catalog is the cluster's, and has seen what the caller asks it to
+        have seen (AT_LEAST_KEY); NotServing otherwise. Catalog writes are the cluster's alone."""
+        assert self.cluster is not None
+        if rpc in CATALOG_WRITES:
+            raise NotHere(
+                f"policyd reads its catalog from the cluster (--cluster): change the objects with kubectl; "
+                f"{rpc} is for a policyd without --cluster (local, offline and what-if use)"
+            )
+        unsynced = self.cluster.unsynced()
+        if unsynced:
+            raise NotServing(f"policyd is listing the cluster: {', '.join(unsynced)} not synced yet")
+        wanted = parse_at_least(str(metadata.get(AT_LEAST_KEY, "")))
+        if wanted:
+            remaining = context.time_remaining()
+            wait = AT_LEAST_WAIT if remaining is None else max(0.0, min(AT_LEAST_WAIT, remaining - 0.1))
+            behind = self.cluster.behind(wanted, wait)
+            if behind:
+                raise NotServing(f"policyd's catalog is behind the cluster: {behind}")
 
     def _log_decision(self, key: CacheKey, request_id: _RequestId, outcome: Encoded[Any], cached: bool) -> None:
         if not self.decisions.enabled:
@@ -453,7 +493,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self, request: pb.GetStatusRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
     ) -> pb.GetStatusResponse:
         a = self.state.last_attempt
-        return pb.GetStatusResponse(
+        reply = pb.GetStatusResponse(
             revisions=self._revisions(revision, catalog),
             last_attempt=pb.RuleLoadAttempt(
                 revision=a.revision,
@@ -468,13 +508,36 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             models=len(catalog.models),
             inference_services=len(catalog.inference_services),
             accelerator_classes=len(catalog.accelerator_classes),
-            catalog_errors=self.state.catalog_errors,
+            catalog_errors=self.state.catalog_errors if self.cluster is None else self._refused(),
             endpoints=self.endpoints,
             overrides=[
                 pb.CatalogOverride(key=object_key(key), action=o.action, at_unix_seconds=o.at, file=file)
                 for key, o, file in self.state.overrides()
             ],
+            catalog_source="local" if self.cluster is None else "cluster",
         )
+        if self.cluster is not None:
+            reply.stale_since_unix_seconds, reply.stale_reason = self.cluster.stale()
+            for state, refused, lists, watches in self.cluster.kinds():
+                reply.kinds.add(
+                    kind=state.kind.name,
+                    synced=state.synced,
+                    objects=len(state.keys),
+                    refused=refused,
+                    resource_version=state.resource_version,
+                    lists=lists,
+                    watches=watches,
+                )
+            for r in self._sorted_refused():
+                reply.refused.add(key=object_key(r.key), field=r.field, message=r.message)
+        return reply
+
+    def _sorted_refused(self) -> list[Refusal]:
+        assert self.cluster is not None
+        return sorted(self.cluster.refused.values(), key=lambda r: r.key)
+
+    def _refused(self) -> list[str]:
+        return [str(r) for r in self._sorted_refused()]
 
     # -- what-if (reads: nothing is applied) ----------------------------------------------
     def Simulate(self, request: pb.SimulateRequest, context: grpc.ServicerContext) -> pb.SimulateResponse:

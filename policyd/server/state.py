@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,7 @@ from policyd.catalog.directory import DirectoryLoad, no_collection
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
 from policyd.catalog.source import CatalogSource, Signature
 from policyd.decision.orchestrator import catalog_refusals, prepare, retire
+from policyd.kube.sync import Refusal
 from policyd.memo import Lru
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
@@ -130,6 +131,7 @@ class ServingState:
         self._source = CatalogSource(catalog_dir, parse_cache=parse_cache) if catalog_dir is not None else None
         self._reload_lock = threading.Lock()
         self._retry: threading.Timer | None = None
+        # the watched source's objects: the directory's, or under --cluster the cluster's
         self._dir_objects: dict[Key, CatalogObject] = {}
         self._dir_files: dict[Key, str] = {}
         self._overrides: dict[Key, Override] = dict(changes or {})
@@ -242,6 +244,36 @@ class ServingState:
                     )
             self._publish()
             self.on_changes(dict(self._overrides))
+
+    def take_cluster(
+        self, kind: str, objects: Sequence[CatalogObject], deleted: Sequence[Key] = (), whole: bool = False
+    ) -> list[Refusal]:
+        """The cluster's word on objects of ``kind`` (policyd --cluster): ``objects`` are now so,
+        ``deleted`` are gone and, when ``whole``, so is every object of the kind not in
+        ``objects`` (a list). What the policy refuses in an object is kept out, its older
+        version too (deciding on a version the cluster no longer has would be wrong), and
+        returned. One catalog revision for the change, from the keys it touched."""
+        runtimes = [o for o in objects if isinstance(o, ServingRuntime)]
+        with self.hold_revision() as revision:
+            judged = dict(zip(map(id, runtimes), catalog_refusals(revision, runtimes), strict=True))
+        refused = []
+        with self._lock:
+            keys = set(deleted)
+            if whole:
+                keys.update(key for key in self._dir_objects if key[0] == kind)
+            for key in keys:
+                self._dir_objects.pop(key, None)
+            for obj in objects:
+                key = key_of(obj)
+                keys.add(key)
+                refusals = judged.get(id(obj), [])
+                if refusals:
+                    self._dir_objects.pop(key, None)
+                    refused.append(Refusal(key, refusals[0].field, refusals[0].message))
+                else:
+                    self._dir_objects[key] = obj
+            self._publish(keys)
+        return refused
 
     def _dir_digest(self, key: Key) -> str | None:
         obj = self._dir_objects.get(key)

@@ -18,7 +18,7 @@ from clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
-from policyd.edge.gate import FIELD_KEY
+from policyd.edge.metadata_keys import FIELD_KEY
 
 from .support import REPO, RULES
 
