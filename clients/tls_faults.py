@@ -95,7 +95,8 @@ def _handshake(address: str, cert: Path | None, key: Path | None) -> str | None:
     ``address``: "closed" when the server then closed the connection (it refused the client's
     certificate, or its absence), "open" when it went on; None when it speaks no TLS or
     cannot be reached."""
-    host, _, port = address.rpartition(":")
+    # a gRPC dns: target (dns:///name:port, dns://resolver/name:port) names its host after the last slash
+    host, _, port = address.rpartition("/")[2].rpartition(":")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE

@@ -25,6 +25,8 @@ DEFAULT_GRACE = 20.0  # seconds for calls in progress at SIGTERM (Kubernetes wai
 STOP_MARGIN = 2.0  # seconds past the grace that gRPC's stop is waited for
 log = logging.getLogger("policyd.process")
 IDLE_CONNECTION_SECONDS = 300  # a connection without calls for this long is closed (clients reconnect)
+MAX_CONNECTION_AGE_SECONDS = 300
+MAX_CONNECTION_AGE_GRACE_SECONDS = 60
 
 
 class ListenError(ValueError):
@@ -101,6 +103,10 @@ def new_server(
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_connection_idle_ms", IDLE_CONNECTION_SECONDS * 1000),
+        # a busy client's connection ends now and then (its calls finish first), so a client that
+        # balances over a DNS name resolves it again and finds replicas added since
+        ("grpc.max_connection_age_ms", MAX_CONNECTION_AGE_SECONDS * 1000),
+        ("grpc.max_connection_age_grace_ms", MAX_CONNECTION_AGE_GRACE_SECONDS * 1000),
     ]
     return grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers),

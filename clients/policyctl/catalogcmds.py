@@ -134,6 +134,20 @@ def when(seconds: float, now: float | None = None) -> str:
     return f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(seconds))} ({ago} ago)"
 
 
+def _cluster_heading(reply: pb.GetStatusResponse) -> str:
+    """What a policyd that reads the cluster itself says of its sync: listing, in sync, or stale since when."""
+    unsynced = [k.kind for k in reply.kinds if not k.synced]
+    if reply.stale_since_unix_seconds:
+        state = f"STALE since {when(reply.stale_since_unix_seconds)}: {reply.stale_reason}"
+        if not unsynced:
+            state += " (the last synced catalog serves)"
+    elif unsynced:
+        state = f"LISTING: not serving until every kind is synced ({', '.join(unsynced)} not yet)"
+    else:
+        state = "IN SYNC"
+    return f"CLUSTER (policyd --cluster): {state}"
+
+
 def status(args: argparse.Namespace) -> Result:
     call = caller(args)
     reply: pb.GetStatusResponse = call("GetStatus", pb.GetStatusRequest())
@@ -158,8 +172,16 @@ def status(args: argparse.Namespace) -> Result:
         overrides = [(_name(o.key), o.action, when(o.at_unix_seconds), o.file) for o in reply.overrides]
         footer += ["", "OVERRIDES OF THE WATCHED DIRECTORY (until the object changes there, or policyd restarts)"]
         footer.append(table(("OBJECT", "ACTION", "AT", "FILE"), overrides))
+    if reply.catalog_source == "cluster":
+        footer += ["", _cluster_heading(reply)]
+        kinds = [
+            (k.kind, "yes" if k.synced else "no", k.objects, k.refused, k.resource_version, k.lists, k.watches)
+            for k in reply.kinds
+        ]
+        footer.append(table(("KIND", "SYNCED", "OBJECTS", "REFUSED", "RESOURCEVERSION", "LISTS", "WATCHES"), kinds))
     if reply.catalog_errors:
-        footer += ["", "CATALOG ERRORS", *reply.catalog_errors]
+        heading = "REFUSED (kept out of the catalog)" if reply.catalog_source == "cluster" else "CATALOG ERRORS"
+        footer += ["", heading, *reply.catalog_errors]
     if reply.endpoints:
         footer += ["", "ENDPOINTS (one a process: --address with them, comma-separated, balances calls over all)"]
         footer.append(",".join(reply.endpoints))

@@ -57,6 +57,19 @@ class KindState:
     error: str = ""
 
 
+Parsed = CatalogObject | Refusal  # a cluster object as the catalog takes it, or why it does not
+
+
+def _parse(obj: Manifest) -> Parsed:
+    """The object without the cluster's bookkeeping, parsed once; or why the catalog refuses it."""
+    try:
+        return parse_object(catalog_content(obj))
+    except InvalidInput as err:
+        meta = obj.get("metadata") or {}
+        key = make_key(str(obj.get("kind", "")), str(meta.get("namespace", "")), str(meta.get("name", "")))
+        return Refusal(key, err.field, err.message)
+
+
 def parse_resource_version(text: str) -> int | None:
     """A resourceVersion as a number, to compare (etcd's revision; None when the server's is not one)."""
     return int(text) if text.isdigit() else None
@@ -92,7 +105,7 @@ class ClusterCatalog:
         self._kinds = {kind.name: KindState(kind) for kind in kinds}
         self.refused: dict[Key, Refusal] = {}
         self.ready = False
-        self._watches = [KindWatch(api, kind, self) for kind in kinds]
+        self._watches = [KindWatch(api, kind, self, _parse) for kind in kinds]
 
     def start(self) -> None:
         for w in self._watches:
@@ -146,8 +159,9 @@ class ClusterCatalog:
 
     # --- the watches' reports (each kind's own thread)
 
-    def listed(self, kind: OmeKind, objects: list[Manifest], resource_version: str) -> None:
-        parsed, unparsed = self._parse(objects)
+    def listed(self, kind: OmeKind, objects: Sequence[Parsed], resource_version: str) -> None:
+        parsed = [o for o in objects if not isinstance(o, Refusal)]
+        unparsed = [o for o in objects if isinstance(o, Refusal)]
         refused = self._catalog.take_cluster(kind.name, parsed, whole=True)
         with self._lock:
             state = self._kinds[kind.name]
@@ -174,20 +188,16 @@ class ClusterCatalog:
     def changed(self, kind: OmeKind, event: str, obj: Manifest, resource_version: str) -> None:
         meta = obj.get("metadata") or {}
         key = make_key(kind.name, str(meta.get("namespace", "")), str(meta.get("name", "")))
-        if event == "DELETED":
-            parsed: list[CatalogObject] = []
-            refused = self._catalog.take_cluster(kind.name, [], [key])
-            unparsed: list[Refusal] = []
-        else:
-            parsed, unparsed = self._parse([obj])
-            refused = self._catalog.take_cluster(kind.name, parsed, [key] if unparsed else [])
+        found = None if event == "DELETED" else _parse(obj)
+        parsed = [found] if found is not None and not isinstance(found, Refusal) else []
+        # an object deleted, or one the catalog cannot take: its older version goes too
+        refused = self._catalog.take_cluster(kind.name, parsed, [] if parsed else [key])
         with self._lock:
             state = self._kinds[kind.name]
             previous = {key: self.refused.pop(key)} if key in self.refused else {}
             state.keys.discard(key)
-            if event != "DELETED":
-                state.keys.update(make_key(kind.name, o.meta.namespace, o.meta.name) for o in parsed)
-            self._refuse(state, [*unparsed, *refused], previous)
+            state.keys.update(make_key(kind.name, o.meta.namespace, o.meta.name) for o in parsed)
+            self._refuse(state, [*(r for r in [found] if isinstance(r, Refusal)), *refused], previous)
             state.resource_version = resource_version
             self._lock.notify_all()
         self._on_change(self)
@@ -218,18 +228,6 @@ class ClusterCatalog:
             state.error = error
 
     # --- helpers
-
-    def _parse(self, objects: list[Manifest]) -> tuple[list[CatalogObject], list[Refusal]]:
-        parsed: list[CatalogObject] = []
-        unparsed: list[Refusal] = []
-        for obj in objects:
-            try:
-                parsed.append(parse_object(catalog_content(obj)))
-            except InvalidInput as err:
-                meta = obj.get("metadata") or {}
-                key = make_key(str(obj.get("kind", "")), str(meta.get("namespace", "")), str(meta.get("name", "")))
-                unparsed.append(Refusal(key, err.field, err.message))
-        return parsed, unparsed
 
     def _refuse(self, state: KindState, refusals: Sequence[Refusal], previous: Mapping[Key, Refusal]) -> None:
         """Under the lock: keep ``refusals`` out of the kind's keys, named; logged when new (not in ``previous``)."""

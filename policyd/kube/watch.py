@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
@@ -27,13 +27,15 @@ CONNECT_SECONDS = 10.0
 # listened to again within seconds, while a replica's six watches ask at most once a few seconds
 BACKOFF = (0.2, 5.0)
 Manifest = dict[str, Any]
+T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
 
 
-class Sink(Protocol):
+class Sink(Protocol[T_contra]):
     """What a kind's watch reports to; called on the watch's own thread, one call at a time per kind."""
 
-    def listed(self, kind: OmeKind, objects: list[Manifest], resource_version: str) -> None:
-        """Every object of the kind, as of ``resource_version``."""
+    def listed(self, kind: OmeKind, objects: Sequence[T_contra], resource_version: str) -> None:
+        """Every object of the kind (each as the watch's ``convert`` made it), as of ``resource_version``."""
 
     def changed(self, kind: OmeKind, event: str, obj: Manifest, resource_version: str) -> None:
         """ADDED, MODIFIED or DELETED."""
@@ -58,10 +60,14 @@ class Gone(Exception):
     """The resourceVersion to resume from is compacted away: list again."""
 
 
-class KindWatch:
-    def __init__(self, api: client.ApiClient, kind: OmeKind, sink: Sink) -> None:
+class KindWatch(Generic[T]):
+    """``convert`` takes each listed object as a page of the list arrives, so a list of many
+    thousand objects is never held whole as the API server's JSON."""
+
+    def __init__(self, api: client.ApiClient, kind: OmeKind, sink: Sink[T], convert: Callable[[Manifest], T]) -> None:
         self.kind = kind
         self.sink = sink
+        self.convert = convert
         self.counts = Counts()
         self._custom = client.CustomObjectsApi(api)
         self._stopping = threading.Event()
@@ -72,11 +78,12 @@ class KindWatch:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop watching; not waited for (a list in flight ends with its request; the thread is a
+        daemon's, and reports nothing once stopped)."""
         self._stopping.set()
         current = self._watch
         if current is not None:
             current.stop()  # shuts the socket down: the blocked read returns
-        self._thread.join(timeout=5)
 
     def _run(self) -> None:
         resource_version = ""
@@ -100,7 +107,7 @@ class KindWatch:
 
     def _list(self) -> str:
         """Every object of the kind, page by page, all as of the first page's resourceVersion."""
-        objects: list[Manifest] = []
+        objects: list[T] = []
         token: str | None = None
         resource_version = ""
         while True:
@@ -122,13 +129,15 @@ class KindWatch:
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
             for item in page.get("items") or []:
                 item.setdefault("kind", self.kind.name)  # a list's items come without it
-                objects.append(item)
+                objects.append(self.convert(item))
+            del page
             token = meta.get("continue") or None
             if token is None:
                 break
         self.counts.lists += 1
-        self.sink.connected(self.kind)
-        self.sink.listed(self.kind, objects, resource_version)
+        if not self._stopping.is_set():
+            self.sink.connected(self.kind)
+            self.sink.listed(self.kind, objects, resource_version)
         return resource_version
 
     def _follow(self, resource_version: str) -> str:

@@ -382,7 +382,12 @@ def _serve(args: argparse.Namespace) -> int:
     _serving_rules(state, kept, args.state_dir)
 
     if cluster is not None:
-        cluster.on_ready = lambda: set_serving(healths, [service])  # ready once the cluster is listed
+
+        def ready() -> None:
+            settle_heap()  # what the lists parsed from drops: given back before serving
+            set_serving(healths, [service])  # ready once every kind is listed
+
+        cluster.on_ready = ready
         cluster.start()
     watchers = [Watcher(args.rules, False, args.watch_interval, state.reload_rules)]
     if args.catalog is not None:

@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from testkit.certs import CA, Pair
+from testkit.cluster import Cluster
 from testkit.ports import free_port
 
 from clients.policyctl.conformance.daemons import serving, wait_serving
@@ -254,18 +256,20 @@ def _apply_request() -> pb.ApplyObjectsRequest:
 
 
 def test_the_shipped_deployment_serves_health_in_plaintext_and_the_api_with_mtls_and_authz_on_the_pod_network(
-    tmp_path: Path,
+    tmp_path: Path, kube_cluster: Cluster
 ) -> None:
-    """policyd started with the Deployment's own args (its files made here, its ports free ones):
-    the kubelet's gRPC probe, plaintext, reaches health checking on the pod IP; the API there
-    takes only clients with a certificate of the CA, and the shipped authz ConfigMap lets
-    policy-webhook read but not write, policy-controller write."""
+    """policyd started with the Deployment's own args (its files made here, its ports free ones, the
+    test control plane as the cluster it watches): the kubelet's gRPC probe, plaintext, reaches
+    health checking on the pod IP, SERVING once every kind is listed; the API there takes only
+    clients with a certificate of the CA, and the shipped authz ConfigMap lets policy-controller
+    and policy-webhook read, and nobody write (the catalog is the cluster's)."""
     docs = _shipped(CONTROLLER_DEPLOY)
-    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "policyd"]
     pod = deployment["spec"]["template"]["spec"]
-    (container,) = [c for c in pod["containers"] if c["name"] == "policyd"]
+    (container,) = pod["containers"]
     assert container["command"] == ["policyd"]
     args = list(container["args"])
+    assert "--cluster" in args
     listen, probe = _flag(args, "--listen"), _flag(args, "--health-listen")
     assert listen.startswith("0.0.0.0:") and probe.startswith("0.0.0.0:")
     assert int(probe.rpartition(":")[2]) == container["readinessProbe"]["grpc"]["port"]
@@ -277,35 +281,31 @@ def test_the_shipped_deployment_serves_health_in_plaintext_and_the_api_with_mtls
         "--listen": f"0.0.0.0:{api_port}",
         "--health-listen": f"0.0.0.0:{health_port}",
         "--metrics-port": str(free_port()),
-        "--state-dir": str(tmp_path / "state"),
         **{flag: local(_flag(args, flag)) for flag in ("--tls-cert", "--tls-key", "--tls-client-ca", "--authz")},
     }
     args = [
         f"{a.split('=', 1)[0]}={replaced[a.split('=', 1)[0]]}" if a.split("=", 1)[0] in replaced else a for a in args
     ]
+    args += ["--kubeconfig", str(kube_cluster.kubeconfig)]  # a pod has its service account's token instead
     controller, webhook = (
         ca.issue(_common_name(s)) for s in ("policy-controller-client-cert", "policy-webhook-client-cert")
     )
     ready = tmp_path / "ready"
     with started([*DAEMON, *args, "--ready-file", str(ready)], ready, timeout=90):
-        assert _serving(f"{POD_IP}:{health_port}", timeout=30)  # the kubelet's probe: plaintext, on the pod IP
+        health = f"{POD_IP}:{health_port}"  # the kubelet's probe: plaintext, on the pod IP
+        deadline = time.monotonic() + 60
+        while not _serving(health, timeout=5):  # NOT_SERVING until every kind is listed
+            assert time.monotonic() < deadline, "policyd did not list the cluster within 60 s"
+            time.sleep(0.1)
         api = f"{POD_IP}:{api_port}"
         assert not _serving(api, timeout=5)  # the API speaks no plaintext
         no_certificate = _credentials(ca)
         refused = _code(lambda: _api_call(api, no_certificate, "GetStatus", pb.GetStatusRequest(), wait=False))
         assert refused == grpc.StatusCode.UNAVAILABLE
-        as_webhook = _credentials(ca, webhook)
-        assert _api_call(api, as_webhook, "GetStatus", pb.GetStatusRequest()).revisions.catalog_revision
-        with pytest.raises(grpc.RpcError) as denied:  # a reader: the catalog is the controller's to change
-            _api_call(api, as_webhook, "ApplyObjects", _apply_request())
-        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED, denied.value
-        assert "policy-webhook may not call ApplyObjects" in str(denied.value.details()), denied.value
-        # the controller beside it dials the name its command gives, with its own certificate
-        (command,) = [c["command"] for c in pod["containers"] if c["name"] == "controller"]
-        host = command[command.index("--policyd") + 1].rpartition(":")[0]
-        as_controller = _credentials(ca, controller)
-        with grpc.secure_channel(f"{host}:{api_port}", as_controller) as channel:
-            applied = policy_pb2_grpc.PolicyServiceStub(channel).ApplyObjects(
-                _apply_request(), timeout=30, wait_for_ready=True
-            )
-        assert [change.action for change in applied.changes] == ["created"]
+        for name, pair in (("policy-webhook", webhook), ("policy-controller", controller)):
+            reader = _credentials(ca, pair)
+            assert _api_call(api, reader, "GetStatus", pb.GetStatusRequest()).catalog_source == "cluster"
+            with pytest.raises(grpc.RpcError) as denied:  # a reader: the catalog is the cluster's
+                _api_call(api, reader, "ApplyObjects", _apply_request())
+            assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED, denied.value
+            assert f"{name} may not call ApplyObjects" in str(denied.value.details()), denied.value

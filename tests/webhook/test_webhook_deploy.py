@@ -1,6 +1,8 @@
 """clients/webhook/deploy against a real API server: what it knows is server-side dry-run applied
-(cert-manager's kinds are not installed: those are checked offline, against what refers to them),
-and the shipped RBAC is exactly enough for read-your-writes: a webhook with a token of its
+(cert-manager's kinds are not installed: those are checked offline, against what refers to them);
+two replicas behind a disruption budget, calling policyd's replicas through the headless Service
+(tests/controller/test_controller_deploy.py checks that Service and the certificate's names); and
+the shipped RBAC is exactly enough for read-your-writes: a webhook with a token of its
 ServiceAccount reads a runtime and a model policyd's catalog does not hold yet, and admits the
 InferenceService that names them."""
 
@@ -23,6 +25,7 @@ from kubernetes.client.exceptions import ApiException
 from testkit.cluster import Cluster, accepted_by_a_dry_run
 from testkit.shared import REPO, RULES
 
+from clients import channels
 from clients.policyctl.conformance.daemons import serving
 
 from .support import PATHS, admission_review, running_webhook, serving_certs
@@ -49,6 +52,7 @@ def test_what_the_api_server_knows_is_accepted_by_a_server_side_dry_run(kube_clu
     known = [doc for doc in documents() if doc["apiVersion"] != CERT_MANAGER]
     assert {doc["kind"] for doc in known} == {
         "Deployment",
+        "PodDisruptionBudget",
         "Service",
         "ServiceAccount",
         "ClusterRole",
@@ -114,6 +118,28 @@ def test_the_cert_manager_objects_fit_what_refers_to_them() -> None:
     assert f"--cert-dir={mount['mountPath']}" in container["args"]
     assert deployment["spec"]["replicas"] == 2
     assert pod["serviceAccountName"] == SERVICE_ACCOUNT
+
+
+def test_two_replicas_serve_and_a_drain_takes_one_at_a_time() -> None:
+    (deployment,) = by_kind("Deployment")
+    (budget,) = by_kind("PodDisruptionBudget")
+    assert deployment["spec"]["replicas"] == 2
+    assert budget["apiVersion"] == "policy/v1" and budget["spec"] == {
+        "maxUnavailable": 1,
+        "selector": deployment["spec"]["selector"],
+    }
+    assert budget["metadata"]["namespace"] == deployment["metadata"]["namespace"] == NAMESPACE
+
+
+def test_the_webhook_balances_over_policyds_ready_replicas_by_the_headless_services_name() -> None:
+    """dns:/// on policyd's headless Service: every ready replica the name resolves to, round_robin
+    over those whose gRPC health says SERVING (clients/channels.py)."""
+    (deployment,) = by_kind("Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    (address,) = [arg.removeprefix("--policyd=") for arg in container["args"] if arg.startswith("--policyd=")]
+    assert address == f"dns:///policyd-headless.{NAMESPACE}.svc:50051"
+    config = json.loads(dict(channels.target_of(address)[1])["grpc.service_config"])
+    assert config["loadBalancingConfig"] == [{"round_robin": {}}] and config["healthCheckConfig"]
 
 
 def test_the_probes_do_not_depend_on_policyd() -> None:
