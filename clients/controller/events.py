@@ -1,6 +1,7 @@
-"""Events recorded once per cause: while a cause is unchanged it is not recorded again, nor by a
-restarted controller (each cause has one Event name); a cause that cleared and came back is
-counted again on its Event."""
+"""Events as client-go's EventCorrelator keeps them: one Event object per InferenceService and
+reason. While a cause is unchanged it is not recorded again, nor by a restarted controller; a
+cause repeating with other details (OME's "Checked N runtimes" while runtimes are applied), or
+one that cleared and came back, is counted on that Event, which takes the newest message."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ class EventRecorder:
         for reason, event in current.items():
             if reason in causes and causes[reason] == event.message:
                 continue
-            if not self.kube.create_event(isvc, event) and reason in causes:
-                self.kube.repeat_event(isvc, event)
+            if not self.kube.create_event(isvc, event):
+                self.kube.repeat_event(isvc, event, again=reason in causes)
             causes[reason] = event.message
 
     def forget(self, uid: str) -> None:

@@ -82,10 +82,11 @@ def owner_reference(isvc: Manifest) -> dict[str, Any]:
 
 
 def event_name(isvc: Manifest, event: Event) -> str:
-    """One name per (InferenceService, cause): the same cause is the same Event object, whichever
+    """One name per InferenceService and reason (as client-go's EventCorrelator aggregates similar
+    events): a cause repeating with other details is the same Event object, counted, whichever
     controller process records it."""
     meta = isvc["metadata"]
-    cause = f"{meta.get('uid')}/{event.type}/{event.reason}/{event.message}"
+    cause = f"{meta.get('uid')}/{event.type}/{event.reason}"
     return f"{meta['name']}.{hashlib.sha256(cause.encode()).hexdigest()[:16]}"
 
 
@@ -162,13 +163,22 @@ class Kube:
             raise
         return True
 
-    def repeat_event(self, isvc: Manifest, event: Event) -> None:
-        """The cause came back after it had cleared: count it again on its Event."""
+    def repeat_event(self, isvc: Manifest, event: Event, again: bool) -> None:
+        """The Event of this reason exists: count ``event`` on it (its message and last timestamp
+        become ``event``'s) when ``again`` (the cause came back, or its details changed) or its
+        message is another; nothing when it already says this (a restarted controller)."""
         meta = isvc["metadata"]
         name = event_name(isvc, event)
-        current = self.core.read_namespaced_event(name, meta["namespace"])
+        try:
+            current = self.core.read_namespaced_event(name, meta["namespace"])
+        except ApiException as err:
+            if err.status == 404 and self.create_event(isvc, event):  # expired (the API server's event TTL)
+                return
+            raise
+        if current.message == event.message and not again:
+            return
         at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        patch = {"count": (current.count or 1) + 1, "lastTimestamp": at}
+        patch = {"count": (current.count or 1) + 1, "lastTimestamp": at, "message": event.message}
         self.core.patch_namespaced_event(name, meta["namespace"], patch)
 
     def apply(self, obj: Manifest, owner: Manifest, unless: str = "") -> Applied:

@@ -6,6 +6,7 @@ import copy
 import json
 
 import grpc
+from testkit.synthetic import templates
 
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
@@ -283,3 +284,28 @@ def test_the_accelerator_class_the_inference_service_selects_reaches_the_rendere
         deployment = eventually(lambda: world.workloads(AUTO_ISVC).get(("Deployment", f"{AUTO_ISVC}-engine")))
         container = deployment["spec"]["template"]["spec"]["containers"][0]
         assert "--mem-frac=0.85" in container.get("args", []) + container.get("command", [])
+
+
+def test_a_cause_repeating_with_other_details_while_ome_s_catalog_is_applied_is_one_counted_event(
+    world: World,
+) -> None:
+    """client-go's EventCorrelator: at most one Event an InferenceService and reason; the no-runtime
+    message changes with every runtime applied ("Checked N runtimes") and updates that Event."""
+    unserved = auto_model()
+    unserved["spec"]["modelArchitecture"] = "NoRuntimeServesThisForCausalLM"
+    world.apply(unserved)
+    with running(world):
+        world.apply(auto_isvc())
+        eventually(lambda: world.events(AUTO_ISVC, "RuntimeNotFound"), what="the first RuntimeNotFound event")
+        runtimes = {doc["metadata"]["name"]: doc for doc in templates()}  # OME's catalog, by name
+        for doc in runtimes.values():
+            world.apply(doc)
+        checked = f"Checked {len(runtimes)} runtimes (0 namespace-scoped, {len(runtimes)} cluster-scoped)"
+        eventually(lambda: checked in world.runtime_ready(AUTO_ISVC)["message"], what="every runtime checked")
+        (event,) = eventually(
+            lambda: [e for e in world.events(AUTO_ISVC, "RuntimeNotFound") if checked in e.message],
+            what="the Event says the newest count",
+        )
+        assert len(world.events(AUTO_ISVC)) <= 2
+        assert event.count > 1
+        assert event.type == "Warning"
