@@ -20,6 +20,7 @@ from clients.controller.catalog_sync import CatalogSync
 from clients.controller.events import EventRecorder
 from clients.controller.kube import Applied, CatalogKey, Conflict, Kube, Manifest, WorkloadKey, catalog_key
 from clients.controller.outcome import Condition, Event, Outcome
+from clients.controller.pins import Pin, drift, pinned, wanted_revision
 from clients.controller.reconcile import Reconciler, Unavailable
 from clients.controller.status import now, status_update
 from clients.manifests import catalog_item
@@ -60,7 +61,7 @@ class Controller:
         self._resolved: set[IsvcKey] = set()  # InferenceServices whose last reconcile found a runtime
         # what the last reconcile of an InferenceService made of it (its content's digest, the
         # condition): a watch event that shows no more than that (the status it wrote) is not work
-        self._settled: dict[IsvcKey, tuple[str, Condition]] = {}
+        self._settled: dict[IsvcKey, tuple[str, tuple[Condition, ...]]] = {}
         # the workloads each InferenceService (by uid) owns: listed at each audit, then kept by our
         # own applies and deletions, so no reconcile lists them (a listing reads every object of its
         # kind in the namespace: N InferenceServices would cost N^2)
@@ -246,13 +247,19 @@ class Controller:
             return []
         if not self.catalog_ready:
             if self.policyd_down is not None:
-                self._write_status(isvc, _unavailable(self.policyd_down))
+                self._write_status(isvc, (_unavailable(self.policyd_down),))
             raise NotReady()
         mark = self.catalog.mark()
+        pins = self.kube.pins(isvc) if pinned(isvc) else []
+        pin = self._pin_of(isvc, pins)
+        if isinstance(pin, Condition):  # spec.runtime.revision names no snapshot of it
+            self._write_status(isvc, (pin,))
+            return []
         try:
-            outcome = self.reconciler.reconcile(isvc)
+            outcome = self.reconciler.reconcile(isvc, pin)
+            conditions = (outcome.condition, *self._drift(isvc, pins, pin, outcome))
         except Unavailable as err:
-            self._write_status(isvc, _unavailable(err))
+            self._write_status(isvc, (_unavailable(err),))
             raise
         if outcome.catalog_revision and not self.catalog.built_since(outcome.catalog_revision, mark):
             # policyd decided on a catalog we did not build, or an older one: it restarted (empty,
@@ -263,8 +270,8 @@ class Controller:
         with self._lock:
             (self._resolved.add if outcome.condition.ready else self._resolved.discard)(key)
             # before the status is written: the watch event of that write is then no work
-            self._settled[key] = (catalog_item(isvc)[1], outcome.condition)
-        if not self._write_status(isvc, outcome.condition):
+            self._settled[key] = (catalog_item(isvc)[1], conditions)
+        if not self._write_status(isvc, conditions):
             return []
         problems = self._workloads(isvc, outcome) if outcome.condition.ready else []
         conflicts = [Event("Warning", CONFLICT, _conflict_message(p)) for p in problems if isinstance(p, Conflict)]
@@ -275,9 +282,44 @@ class Controller:
             raise Retry("; ".join(str(p) for p in problems))
         return []
 
-    def _write_status(self, isvc: Manifest, condition: Condition) -> bool:
+    def _pin_of(self, isvc: Manifest, pins: list[Pin]) -> Pin | Condition | None:
+        """The snapshot a pinned InferenceService is decided on: the one spec.runtime.revision names
+        (RuntimeReady False when there is none of that name), else the newest; None when not pinned
+        or not yet (its first reconcile with the runtime makes one)."""
+        wanted = wanted_revision(isvc)
+        if not pinned(isvc) or not (wanted or pins):
+            return None
+        if not wanted:
+            return pins[-1]
+        found = next((p for p in pins if p.name == wanted), None)
+        if found is not None:
+            return found
+        known = ", ".join(p.name for p in pins) or "none yet"
+        message = f"runtime revision {wanted} not found (this InferenceService's revisions: {known})"
+        return Condition("False", "RuntimeRevisionNotFound", message)
+
+    def _drift(self, isvc: Manifest, pins: list[Pin], pin: Pin | None, outcome: Outcome) -> tuple[Condition, ...]:
+        """RuntimeDrifted of a pinned InferenceService that has a runtime: its pin (made now, from
+        the runtime rendered, when it has none) against the runtime in the catalog now."""
+        if not pinned(isvc) or not outcome.condition.ready or outcome.runtime is None:
+            return ()
+        if pin is None:
+            kind, name, manifest = outcome.runtime
+            pin = self.kube.make_pin(isvc, kind, name, manifest, revision=len(pins) + 1)
+            log.info(
+                "pinned %s/%s to %s %s (revision %s)",
+                isvc["metadata"]["namespace"],
+                isvc["metadata"]["name"],
+                kind,
+                name,
+                pin.name,
+            )
+        live = self.reconciler.live_runtime(pin.kind, isvc["metadata"]["namespace"], pin.runtime)
+        return (drift(pin, live),)
+
+    def _write_status(self, isvc: Manifest, conditions: tuple[Condition, ...]) -> bool:
         """False when the InferenceService is gone."""
-        update = status_update(isvc, condition, self.clock())
+        update = status_update(isvc, conditions, self.clock())
         if update is None:
             return True
         try:
@@ -288,12 +330,11 @@ class Controller:
             raise  # 409: a newer version is on its way from the watch; retried
         meta = isvc["metadata"]
         log.info(
-            "InferenceService %s/%s: RuntimeReady %s %s",
+            "InferenceService %s/%s: %s",
             meta["namespace"],
             meta["name"],
-            condition.status,
-            condition.reason,
-            extra={"condition_message": condition.message},
+            ", ".join(f"{c.type} {c.status} {c.reason}" for c in conditions),
+            extra={"condition_message": " / ".join(c.message for c in conditions)},
         )
         return True
 
@@ -339,17 +380,18 @@ class Controller:
             self._owned.setdefault(uid, {})[workload] = (self._seq, applied)
 
 
-def _shows_only(isvc: Manifest, digest: str, condition: Condition) -> bool:
+def _shows_only(isvc: Manifest, digest: str, conditions: tuple[Condition, ...]) -> bool:
     """The InferenceService is what its last reconcile made of it: same content, and the status it wrote."""
-    return catalog_item(isvc)[1] == digest and status_update(isvc, condition, "") is None
+    return catalog_item(isvc)[1] == digest and status_update(isvc, conditions, "") is None
 
 
 def _follows(namespace: str, isvc: Manifest) -> frozenset[CatalogKey]:
-    """What the InferenceService follows: the runtime it names (either kind), unless it is pinned
-    (autoSync: false), and then its model. Their changes roll out to it right away (spec 004)."""
+    """What the InferenceService follows: the runtime it names (either kind), and then its model.
+    Their changes roll out to it right away (spec 004); a pinned one (autoSync: false) renders from
+    its pin whatever they are, and follows them for its RuntimeDrifted condition."""
     spec: dict[str, Any] = dict(isvc.get("spec") or {})
     runtime = spec.get("runtime") or {}
-    if not runtime.get("name") or runtime.get("autoSync") is False:
+    if not runtime.get("name"):
         return frozenset()
     keys = {("ClusterServingRuntime", "", runtime["name"]), ("ServingRuntime", namespace, runtime["name"])}
     model = spec.get("model") or {}

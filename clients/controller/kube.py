@@ -16,8 +16,10 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from clients.controller.outcome import Event
+from clients.controller.pins import PIN_LABEL, SOURCE_KIND, SOURCE_NAME, Pin
 from clients.renderer.metadata import LABEL_ISVC
 from policyd.resources import kinds as ome
+from policyd.resources.cluster_content import catalog_content
 
 GROUP, VERSION = ome.GROUP, ome.VERSION
 PLURALS = ome.PLURALS
@@ -81,6 +83,12 @@ def owner_reference(isvc: Manifest) -> dict[str, Any]:
     }
 
 
+def _snake(reference: Mapping[str, Any]) -> dict[str, Any]:
+    """An owner reference as the client's model takes it (api_version, block_owner_deletion)."""
+    names = {"apiVersion": "api_version", "blockOwnerDeletion": "block_owner_deletion"}
+    return {names.get(k, k): v for k, v in reference.items()}
+
+
 def event_name(isvc: Manifest, event: Event) -> str:
     """One name per InferenceService and reason (as client-go's EventCorrelator aggregates similar
     events): a cause repeating with other details is the same Event object, counted, whichever
@@ -103,6 +111,7 @@ class Kube:
         self.api = api
         self.custom = client.CustomObjectsApi(api)
         self.core = client.CoreV1Api(api)
+        self.apps = client.AppsV1Api(api)
         self.identity = identity
         self._dynamic: dynamic.DynamicClient | None = None
         self._discovery = threading.Lock()  # several workers: discovery once
@@ -180,6 +189,47 @@ class Kube:
         at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         patch = {"count": (current.count or 1) + 1, "lastTimestamp": at, "message": event.message}
         self.core.patch_namespaced_event(name, meta["namespace"], patch)
+
+    def pins(self, isvc: Manifest) -> list[Pin]:
+        """The runtime snapshots ``isvc`` owns, oldest first."""
+        meta = isvc["metadata"]
+        answer: Any = self.apps.list_namespaced_controller_revision(
+            meta["namespace"], label_selector=f"{PIN_LABEL}={meta['name']}", _preload_content=False
+        )
+        found = []
+        for item in json.loads(answer.data).get("items") or []:
+            own = item.get("metadata") or {}
+            annotations = own.get("annotations") or {}
+            if any(ref.get("uid") == meta.get("uid") for ref in own.get("ownerReferences") or []):
+                kind, name = annotations.get(SOURCE_KIND, ""), annotations.get(SOURCE_NAME, "")
+                found.append(
+                    Pin(own.get("name", ""), int(item.get("revision") or 0), kind, name, item.get("data") or {})
+                )
+        return sorted(found, key=lambda pin: pin.revision)
+
+    def make_pin(self, isvc: Manifest, kind: str, name: str, runtime: Manifest, revision: int) -> Pin:
+        """A snapshot of ``runtime`` (as the catalog takes it) owned by ``isvc``, named by its content."""
+        meta = isvc["metadata"]
+        data = catalog_content(runtime)
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]
+        pin_name = f"{meta['name']}-{digest}"
+        body = client.V1ControllerRevision(
+            metadata=client.V1ObjectMeta(
+                name=pin_name,
+                namespace=meta["namespace"],
+                labels={PIN_LABEL: meta["name"]},
+                annotations={SOURCE_KIND: kind, SOURCE_NAME: name},
+                owner_references=[client.V1OwnerReference(**_snake(owner_reference(isvc)))],
+            ),
+            data=data,
+            revision=revision,
+        )
+        try:
+            self.apps.create_namespaced_controller_revision(meta["namespace"], body)
+        except ApiException as err:
+            if err.status != 409:  # made already (by a reconcile before a restart): the same content
+                raise
+        return Pin(pin_name, revision, kind, name, data)
 
     def apply(self, obj: Manifest, owner: Manifest, unless: str = "") -> Applied:
         """Server-side apply as FIELD_MANAGER, never forcing: a field another manager owns with

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,3 +39,5 @@ class Outcome:
     log_errors: tuple[str, ...] = field(default_factory=tuple)
     # policyd's catalog revision the answer was decided on
     catalog_revision: str = ""
+    # the runtime the workloads were rendered from (kind, name, manifest): a pin's snapshot, or policyd's
+    runtime: tuple[str, str, Mapping[str, Any]] | None = None

@@ -11,8 +11,11 @@ from typing import Any
 import grpc
 
 from clients.controller.outcome import ADVISORY, RESOLVED, Condition, Event, Outcome
+from clients.controller.pins import Pin
 from clients.decision import Decision, Metadata, decide, from_catalog, render_request
+from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
+from policyd.contract import resources_pb2 as rpb
 
 OBJECTS_KEPT = 256  # catalog manifests kept for renders
 
@@ -43,10 +46,13 @@ class Reconciler:
         # content, so InferenceServices decided on one share their runtime's and model's manifests
         self._objects: dict[tuple[str, str, str, str], Mapping[str, Any] | None] = {}
 
-    def reconcile(self, isvc: Mapping[str, Any]) -> Outcome:
+    def reconcile(self, isvc: Mapping[str, Any], pin: Pin | None = None) -> Outcome:
+        """``pin``: the runtime snapshot a pinned InferenceService is decided and rendered on,
+        whatever the runtime is now (policyd decides on it, over its catalog's version)."""
         metadata = self.at_least()
+        catalog = pb.RequestCatalog(objects=[rpb.Object(manifest=json.dumps(pin.manifest))]) if pin else None
         try:
-            decision = decide(self.policy, isvc, metadata=metadata)
+            decision = decide(self.policy, isvc, catalog=catalog, metadata=metadata)
         except grpc.RpcError as err:
             raise Unavailable("policyd", self.policy_address, err) from err
         refused = refusal(decision)
@@ -57,8 +63,11 @@ class Reconciler:
         # a kind of refusal may name no event reason of its own: the event is an advisory then
         events = (Event("Warning", answer.event_reason or ADVISORY, answer.event),) if answer.event else ()
         kind, name, _ = decision.runtime
+        manifests = self._manifests(revision, metadata, pin)
+        namespace = (isvc.get("metadata") or {}).get("namespace", "")
         try:
-            request = render_request(decision, self._manifests(revision, metadata))
+            runtime = manifests(kind, namespace, name)
+            request = render_request(decision, manifests)
         except grpc.RpcError as err:
             raise Unavailable("policyd", self.policy_address, err) from err
         try:
@@ -71,12 +80,24 @@ class Reconciler:
             tuple(json.loads(o) for o in rendered.objects),
             tuple(rendered.errors),
             revision,
+            (kind, name, runtime) if runtime is not None else None,
         )
 
-    def _manifests(self, revision: str, metadata: Metadata) -> Callable[[str, str, str], Mapping[str, Any] | None]:
+    def live_runtime(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The runtime as policyd's catalog has it now (at least as new as the controller has seen)."""
+        try:
+            return from_catalog(self.policy, self.at_least())(kind, namespace, name)
+        except grpc.RpcError as err:
+            raise Unavailable("policyd", self.policy_address, err) from err
+
+    def _manifests(
+        self, revision: str, metadata: Metadata, pin: Pin | None
+    ) -> Callable[[str, str, str], Mapping[str, Any] | None]:
         fetch = from_catalog(self.policy, metadata)
 
         def get(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+            if pin is not None and (kind, name) == (pin.kind, pin.runtime):
+                return pin.manifest
             key = (revision, kind, namespace, name)
             if not revision or key not in self._objects:
                 if len(self._objects) >= OBJECTS_KEPT:
@@ -96,4 +117,6 @@ def refusal(decision: Decision) -> Condition | None:
 
 
 def _catalog_revision(decision: Decision) -> str:
-    return decision.answer.revisions.catalog_revision
+    """policyd's catalog revision the decision was made on; a decision over a pin names its own
+    catalog as that one's revision, "+" the pin's (the request's objects over it)."""
+    return decision.answer.revisions.catalog_revision.partition("+")[0]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 import grpc
+from kubernetes import client
 from testkit.synthetic import templates
 
 from policyd.contract import policy_pb2 as pb
@@ -309,3 +311,69 @@ def test_a_cause_repeating_with_other_details_while_ome_s_catalog_is_applied_is_
         assert len(world.events(AUTO_ISVC)) <= 2
         assert event.count > 1
         assert event.type == "Warning"
+
+
+def drifted(world: World, name: str) -> dict[str, Any] | None:
+    conditions = (world.isvc(name).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "RuntimeDrifted"), None)
+
+
+def test_spec_002_a_pinned_inference_service_keeps_serving_from_its_snapshot_and_says_how_its_runtime_drifted(
+    world: World,
+) -> None:
+    world.apply(named_model())
+    world.apply(named_runtime())
+    pinned = named_isvc()
+    pinned["spec"]["runtime"]["autoSync"] = False
+    with running(world):
+        world.apply(pinned)
+        eventually(lambda: resolved(world, NAMED_ISVC), what="RuntimeResolved")
+        in_sync = eventually(lambda: drifted(world, NAMED_ISVC), what="RuntimeDrifted")
+        assert (in_sync["status"], in_sync["reason"]) == ("False", "SourceRuntimeUnchanged")
+        # the pin: a ControllerRevision the InferenceService owns, holding the runtime
+        apps = client.AppsV1Api(world.api)
+        uid = world.isvc(NAMED_ISVC)["metadata"]["uid"]
+        revisions = apps.list_namespaced_controller_revision(world.namespace).items
+        (pin,) = [r for r in revisions if r.metadata.owner_references[0].uid == uid]
+        assert (pin.metadata.owner_references[0].kind, pin.revision) == ("InferenceService", 1)
+        assert pin.data["metadata"]["name"] == NAMED_RUNTIME
+        engine = ("Deployment", f"{NAMED_ISVC}-engine")
+        deployment = eventually(lambda: world.workloads(NAMED_ISVC).get(engine), what="the engine Deployment")
+
+        changed = named_runtime()
+        changed["spec"]["engineConfig"]["runner"]["image"] = "docker.io/lmsysorg/sglang:changed"
+        world.apply(changed)
+        moved = eventually(
+            lambda: (c := drifted(world, NAMED_ISVC)) and c["status"] == "True" and c, what="RuntimeDrifted True"
+        )
+        assert moved["reason"] == "SourceRuntimeChanged"
+        # a runtime change does not roll out to a pinned InferenceService
+        kept = world.workloads(NAMED_ISVC)[engine]
+        assert kept["metadata"]["resourceVersion"] == deployment["metadata"]["resourceVersion"]
+
+        world.delete("ClusterServingRuntime", NAMED_RUNTIME)
+        missing = eventually(
+            lambda: (c := drifted(world, NAMED_ISVC)) and c["reason"] == "SourceRuntimeMissing" and c,
+            what="SourceRuntimeMissing",
+        )
+        assert missing["status"] == "True"
+        assert NAMED_RUNTIME in missing["message"] and pin.metadata.name in missing["message"]
+        assert resolved(world, NAMED_ISVC), "the pin keeps serving: RuntimeReady stays True"
+        kept = world.workloads(NAMED_ISVC)[engine]
+        assert kept["metadata"]["resourceVersion"] == deployment["metadata"]["resourceVersion"]
+
+        world.apply(named_runtime())  # the pin is current again
+        back = eventually(
+            lambda: (c := drifted(world, NAMED_ISVC)) and c["status"] == "False" and c, what="RuntimeDrifted False"
+        )
+        assert back["reason"] == "SourceRuntimeUnchanged"
+
+        unknown = copy.deepcopy(pinned)
+        unknown["spec"]["runtime"]["revision"] = "no-such-revision"
+        world.apply(unknown)
+        refused = eventually(
+            lambda: (c := world.runtime_ready(NAMED_ISVC)) and c["status"] == "False" and c,
+            what="RuntimeReady False for an unknown revision",
+        )
+        assert refused["reason"] == "RuntimeRevisionNotFound"
+        assert f"(this InferenceService's revisions: {pin.metadata.name})" in refused["message"]

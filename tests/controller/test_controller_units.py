@@ -38,25 +38,25 @@ def condition(status: str, reason: str, message: str, at: str) -> dict[str, str]
 
 
 def test_runtime_ready_and_observed_generation_are_written_when_missing() -> None:
-    update = status_update(isvc(3), READY, "T1")
+    update = status_update(isvc(3), (READY,), "T1")
     assert update == {"conditions": [condition("True", READY.reason, READY.message, "T1")], "observedGeneration": 3}
 
 
 def test_nothing_is_written_while_the_status_already_says_it() -> None:
     current = isvc(3, condition("True", READY.reason, READY.message, "T0"), observed=3)
-    assert status_update(current, READY, "T1") is None
+    assert status_update(current, (READY,), "T1") is None
 
 
 def test_last_transition_time_stays_when_only_the_reason_or_message_changes() -> None:
     current = isvc(1, condition("False", "RuntimeNotFound", "gone", "T0"), observed=1)
-    update = status_update(current, Condition("False", "RuntimeValidationError", "disabled"), "T1")
+    update = status_update(current, (Condition("False", "RuntimeValidationError", "disabled"),), "T1")
     assert update is not None and update["conditions"][0]["lastTransitionTime"] == "T0"
 
 
 def test_last_transition_time_moves_when_the_status_changes_and_other_conditions_stay() -> None:
     ready = {"type": "Ready", "status": "True", "severity": "Info"}
     current = isvc(2, ready, condition("False", "RuntimeNotFound", "gone", "T0"), observed=1)
-    update = status_update(current, READY, "T1")
+    update = status_update(current, (READY,), "T1")
     assert update == {
         "conditions": [ready, condition("True", READY.reason, READY.message, "T1")],
         "observedGeneration": 2,
