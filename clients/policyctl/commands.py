@@ -200,21 +200,45 @@ def resolve(args: argparse.Namespace) -> Result:
     )
 
 
+def _pin(isvc: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A pinned InferenceService's pin and drift (spec 002: effective "shows the pin and drift"),
+    as data and as lines; nothing for one that follows its runtime."""
+    runtime = (isvc.get("spec") or {}).get("runtime") or {}
+    if not runtime.get("name") or runtime.get("autoSync") is not False:
+        return {}, []
+    revision = str(runtime.get("revision") or "")
+    conditions = (isvc.get("status") or {}).get("conditions") or []
+    drifted = next((c for c in conditions if c.get("type") == "RuntimeDrifted"), None)
+    data: dict[str, Any] = {"pin": {"autoSync": False, "revision": revision}}
+    lines = [f"PIN     autoSync: false, {'revision ' + revision if revision else 'the newest snapshot of the runtime'}"]
+    if drifted is None:
+        lines.append("DRIFT   <unknown: the controller has not reported RuntimeDrifted>")
+    else:
+        data["drift"] = {k: drifted.get(k, "") for k in ("status", "reason", "message")}
+        lines.append(f"DRIFT   {drifted.get('status')} {drifted.get('reason')}: {drifted.get('message')}")
+    return data, lines
+
+
 def effective(args: argparse.Namespace) -> Result:
     call = caller(args)
-    isvc, catalog = _request(args)
+    subject, others = _subject(args)
+    isvc, catalog = rpb.InferenceServiceInput(manifest=json.dumps(subject)), _catalog(args, others)
+    pin, pin_lines = _pin(subject)
     request = pb.EffectiveRequest(inference_service=isvc, catalog=catalog, lookup=args.lookup)
     reply: pb.EffectiveResponse = call("Effective", request)
     errors = [f"{e.field}: {e.message}" if e.field else e.message for e in reply.errors]
     if not reply.runtime and not errors:  # the daemon's errors say why there is none; this only when they do not
         errors = ["no runtime: none is named, and none can be selected (see policyctl select)"]
     rows = [(c.component, c.mode, c.source, c.error.message if c.HasField("error") else "") for c in reply.components]
+    footer = ["", *pin_lines] if pin_lines else []
+    if reply.HasField("diffusers_backend"):
+        footer += ["", diffusers_backend_text(reply.diffusers_backend)]
     return Result(
-        as_dict(reply),
+        {**as_dict(reply), **pin},
         [Column("COMPONENT"), Column("MODE"), Column("SET BY"), Column("ERROR", wide=True)],
         rows,
         title=f"RUNTIME {short_kind(reply.runtime_kind)}/{reply.runtime}" if reply.runtime else "RUNTIME <none>",
-        footer="\n" + diffusers_backend_text(reply.diffusers_backend) if reply.HasField("diffusers_backend") else "",
+        footer="\n".join(footer),
         names=[object_name(reply.runtime_kind, reply.runtime)] if reply.runtime else [],
         warnings=call.warnings,
         errors=errors,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from typing import Any
 
 import grpc
@@ -347,6 +349,12 @@ def test_spec_002_a_pinned_inference_service_keeps_serving_from_its_snapshot_and
             lambda: (c := drifted(world, NAMED_ISVC)) and c["status"] == "True" and c, what="RuntimeDrifted True"
         )
         assert moved["reason"] == "SourceRuntimeChanged"
+        # policyctl effective shows the pin and drift (spec 002), and with -o json both as data
+        shown = policyctl_effective(world, NAMED_ISVC)
+        assert "PIN     autoSync: false, the newest snapshot of the runtime" in shown
+        assert f"DRIFT   True SourceRuntimeChanged: ClusterServingRuntime {NAMED_RUNTIME} changed since" in shown
+        as_json = json.loads(policyctl_effective(world, NAMED_ISVC, "-o", "json"))
+        assert (as_json["pin"]["autoSync"], as_json["drift"]["reason"]) == (False, "SourceRuntimeChanged")
         # a runtime change does not roll out to a pinned InferenceService
         kept = world.workloads(NAMED_ISVC)[engine]
         assert kept["metadata"]["resourceVersion"] == deployment["metadata"]["resourceVersion"]
@@ -377,3 +385,16 @@ def test_spec_002_a_pinned_inference_service_keeps_serving_from_its_snapshot_and
         )
         assert refused["reason"] == "RuntimeRevisionNotFound"
         assert f"(this InferenceService's revisions: {pin.metadata.name})" in refused["message"]
+
+
+def policyctl_effective(world: World, name: str, *flags: str) -> str:
+    command = [sys.executable, "-m", "clients.policyctl.main", "--address", world.policyd, "effective", name]
+    done = subprocess.run(
+        [*command, "-n", world.namespace, "--kubeconfig", str(world.cluster.kubeconfig), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
