@@ -46,7 +46,6 @@ import json
 import math
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -66,6 +65,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("POLICYD_SHARED", str(ROOT.parent / "shared"))
 
+from measured import Measured  # noqa: E402
 from testkit import synthetic  # noqa: E402
 from testkit.cluster import control_plane  # noqa: E402
 
@@ -85,7 +85,7 @@ SERVING = health_pb2.HealthCheckResponse.SERVING
 REPLICAS = 3
 
 
-class Replica:
+class Replica(Measured):
     """A ``policyd --cluster`` process, its log in a file; ``address`` once it serves."""
 
     def __init__(self, kubeconfig: Path, directory: Path, name: str) -> None:
@@ -99,7 +99,8 @@ class Replica:
         self.channel: grpc.Channel | None = None
         self.started = time.monotonic()
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+            proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        super().__init__(proc)
 
     def wait_ready(self, timeout: float) -> tuple[float, float]:
         """Seconds from the process's start to its ready file (it serves, its watches started),
@@ -143,26 +144,10 @@ class Replica:
     def kind(self, name: str) -> Any:
         return next(k for k in self.status().kinds if k.kind == name)
 
-    def rss_mb(self) -> tuple[float, float]:
-        """Resident now, and at most."""
-        text = Path(f"/proc/{self.proc.pid}/status").read_text()
-        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-
-    def cpu_seconds(self) -> float:
-        stat = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-
     def stop(self) -> None:
         if self.channel is not None:
             self.channel.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        super().stop()
 
 
 class Seen:

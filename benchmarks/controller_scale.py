@@ -26,7 +26,6 @@ import contextlib
 import copy
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -44,6 +43,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("POLICYD_SHARED", str(ROOT.parent / "shared"))
 
 from controller.manifests import NAMED_RUNTIME, named_isvc, named_model, named_runtime  # noqa: E402
+from measured import Measured  # noqa: E402
 from testkit.cluster import control_plane  # noqa: E402
 from testkit.shared import RULES  # noqa: E402
 
@@ -61,7 +61,7 @@ NEW_IMAGE = "docker.io/lmsysorg/sglang:v0.5.6-bench"
 ISVCS = ome.INFERENCE_SERVICE.plural
 
 
-class Controller:
+class Controller(Measured):
     """A policy-controller process, its JSON log in a file."""
 
     def __init__(self, kubeconfig: Path, policyd: str, renderer: str, log: Path, workers: int) -> None:
@@ -71,7 +71,7 @@ class Controller:
         self.log = log
         self.started = time.time()
         with log.open("ab") as out:
-            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+            super().__init__(subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT))
 
     def caught_up(self, timeout: float = 600) -> float:
         """Seconds from the process's start to its "caught up" line."""
@@ -85,26 +85,6 @@ class Controller:
                 raise SystemExit(f"policy-controller exited {self.proc.returncode}; see {self.log}")
             time.sleep(0.2)
         raise SystemExit(f"policy-controller not caught up within {timeout}s; see {self.log}")
-
-    def rss_mb(self) -> tuple[float, float]:
-        """Resident now, and at most."""
-        fields = dict(
-            line.split(":", 1) for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines() if ":" in line
-        )
-        return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-
-    def cpu_seconds(self) -> float:
-        stat = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 class Watched:
