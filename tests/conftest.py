@@ -3,9 +3,9 @@
 import os
 import tempfile
 
-from testkit.cluster import kube_cluster
+from testkit.cluster import gpu_nodes, kube_cluster
 
-__all__ = ["kube_cluster"]
+__all__ = ["gpu_nodes", "kube_cluster"]
 
 # The daemons the tests start keep their catalog parse caches here, not in the user's ~/.cache.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="policyd-test-cache-")

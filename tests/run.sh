@@ -20,9 +20,9 @@ echo "== rules";  policyctl rules test rules
 echo "== conformance"
 # the whole shared directory (new case folders arrive), and the project's own cases
 policyctl conformance "$SHARED/conformance/cases" tests/conformance-cases
-echo "== cluster"; bash tests/cluster/build.sh  # kube-apiserver and etcd, built once per pin
+echo "== cluster"; bash tests/cluster/build.sh  # the simulated GPU cluster's binaries, built once per pin
 export POLICYD_SHARED="$(cd "$SHARED" && pwd)"  # every test reads the shared data from here
 echo "== pytest"
 # two workers (this machine's cores), a file to a worker: module fixtures stay whole, and each
-# worker has a control plane of its own (the kube_cluster fixture is per session)
+# worker has a cluster of its own (the kube_cluster fixture is per session)
 pytest -p no:cacheprovider -n 2 --dist loadfile

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Start a test control plane: etcd and kube-apiserver on 127.0.0.1, on free ports, with their
-# own CA, serving and admin certificates and service-account key under DIR; load OME's CRDs and
-# LeaderWorkerSet's; wait until they are served; write an admin kubeconfig to DIR/kubeconfig.
+# Start a simulated GPU cluster: etcd, kube-apiserver, kube-controller-manager and kube-scheduler on
+# 127.0.0.1, on free ports, with their own CA, certificates, kubeconfigs and service-account key
+# under DIR, and KWOK, which makes the Nodes annotated kwok.x-k8s.io/node=fake Ready and the pods
+# the scheduler binds to them Running (add such nodes with kubectl apply: examples/cluster/);
+# load OME's CRDs and LeaderWorkerSet's; wait until they are served; write an admin kubeconfig to
+# DIR/kubeconfig.
 #   bash tests/cluster/up.sh DIR      (stop it with: bash tests/cluster/down.sh DIR)
 # Builds the binaries first when missing (see build.sh). Run again on the same DIR, it starts only
 # what is not running, on the same ports and data: that is how tests restart the API server.
@@ -36,12 +39,12 @@ wait_for() { # wait_for WHAT SECONDS COMMAND...: until COMMAND succeeds
 if [ ! -f "$DIR/cluster.env" ]; then
   python3 - "$DIR/cluster.env" <<'PY'
 import socket, sys
-socks = [socket.socket() for _ in range(3)]
+names = ["ETCD_PORT", "ETCD_PEER_PORT", "APISERVER_PORT", "CONTROLLER_MANAGER_PORT", "SCHEDULER_PORT", "KWOK_PORT"]
+socks = [socket.socket() for _ in names]
 for s in socks:
     s.bind(("127.0.0.1", 0))
-etcd, peer, api = (s.getsockname()[1] for s in socks)
 with open(sys.argv[1], "w") as f:
-    f.write(f"ETCD_PORT={etcd}\nETCD_PEER_PORT={peer}\nAPISERVER_PORT={api}\n")
+    f.writelines(f"{name}={s.getsockname()[1]}\n" for name, s in zip(names, socks))
 PY
 fi
 # shellcheck source=/dev/null
@@ -65,6 +68,10 @@ if [ ! -f "$PKI/admin.crt" ]; then
     sign apiserver /CN=kube-apiserver \
       "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth"
     sign admin "/O=system:masters/CN=admin" "extendedKeyUsage=clientAuth"
+    # each component as its RBAC bootstrap policy knows it; KWOK writes any node's and pod's status
+    sign kube-controller-manager /CN=system:kube-controller-manager "extendedKeyUsage=clientAuth"
+    sign kube-scheduler /CN=system:kube-scheduler "extendedKeyUsage=clientAuth"
+    sign kwok "/O=system:masters/CN=kwok" "extendedKeyUsage=clientAuth"
     ssl genrsa -out sa.key 2048
     ssl rsa -in sa.key -pubout -out sa.pub
   )
@@ -105,9 +112,10 @@ fi
 api() { curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$@"; }
 wait_for kube-apiserver 60 api "$SERVER/readyz"
 
-# --- the admin kubeconfig
+# --- kubeconfigs: the admin's, and each component's
 b64() { base64 -w0 <"$1"; }
-cat >"$DIR/kubeconfig" <<KUBECONFIG
+kubeconfig() { # kubeconfig USER: DIR/USER.kubeconfig with USER's certificate
+  cat >"$DIR/$1.kubeconfig" <<KUBECONFIG
 apiVersion: v1
 kind: Config
 clusters:
@@ -116,15 +124,56 @@ clusters:
     server: $SERVER
     certificate-authority-data: $(b64 "$PKI/ca.crt")
 users:
-- name: admin
+- name: $1
   user:
-    client-certificate-data: $(b64 "$PKI/admin.crt")
-    client-key-data: $(b64 "$PKI/admin.key")
+    client-certificate-data: $(b64 "$PKI/$1.crt")
+    client-key-data: $(b64 "$PKI/$1.key")
 contexts:
 - name: test
-  context: {cluster: test, user: admin}
+  context: {cluster: test, user: $1}
 current-context: test
 KUBECONFIG
+}
+for user in admin kube-controller-manager kube-scheduler kwok; do kubeconfig "$user"; done
+mv "$DIR/admin.kubeconfig" "$DIR/kubeconfig"
+
+# --- kube-controller-manager, kube-scheduler and KWOK: one of each, so no leader election;
+# secure ports serve /healthz to anyone (their default always-allowed paths)
+healthy() { curl -skf "https://127.0.0.1:$1/healthz"; }
+if ! running kube-controller-manager; then
+  # each controller with its own service account's token, as kubeadm runs it (the controllers'
+  # roles are bound to those accounts); signing the service-account tokens it creates
+  setsid "$BIN/kube-controller-manager" --kubeconfig "$DIR/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$DIR/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$DIR/kube-controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$CONTROLLER_MANAGER_PORT" --cert-dir "$DIR/kube-controller-manager" \
+    --leader-elect=false --use-service-account-credentials \
+    --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
+    --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+    --profiling=false --v 1 \
+    >>"$DIR/kube-controller-manager.log" 2>&1 </dev/null &
+  echo $! >"$DIR/kube-controller-manager.pid"
+fi
+if ! running kube-scheduler; then
+  setsid "$BIN/kube-scheduler" --kubeconfig "$DIR/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig "$DIR/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig "$DIR/kube-scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --cert-dir "$DIR/kube-scheduler" \
+    --leader-elect=false --profiling=false --v 1 \
+    >>"$DIR/kube-scheduler.log" 2>&1 </dev/null &
+  echo $! >"$DIR/kube-scheduler.pid"
+fi
+if ! running kwok; then
+  # pod IPs from a /16: a benchmark runs thousands of pods
+  setsid "$BIN/kwok" --kubeconfig "$DIR/kwok.kubeconfig" --config "$BIN/kwok-stages.yaml" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+    --cidr 10.0.0.1/16 --node-ip 10.255.0.1 --server-address "127.0.0.1:$KWOK_PORT" \
+    >>"$DIR/kwok.log" 2>&1 </dev/null &
+  echo $! >"$DIR/kwok.pid"
+fi
+wait_for kube-controller-manager 60 healthy "$CONTROLLER_MANAGER_PORT"
+wait_for kube-scheduler 60 healthy "$SCHEDULER_PORT"
+wait_for kwok 60 curl -sf "http://127.0.0.1:$KWOK_PORT/healthz"
 
 # --- CRDs: applied server-side (too large for client-side apply's annotation); a restart on the
 # same DIR skips those already applied from the same file (a no-op apply of a large CRD takes seconds)

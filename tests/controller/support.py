@@ -18,10 +18,11 @@ from typing import Any, TypeVar
 import yaml
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic.exceptions import NotFoundError
 from testkit.cluster import Cluster
 from testkit.shared import CATALOG, REPO
 
-from clients.controller.kube import WORKLOAD_KINDS
+from clients.controller.kube import APPLIED, WORKLOAD_KINDS
 from policyd.resources import kinds as ome
 
 T = TypeVar("T")
@@ -30,6 +31,14 @@ OME = (ome.GROUP, ome.VERSION)
 # the kinds a test makes and cleans up (not AcceleratorClass)
 PLURALS = {kind.name: kind.plural for kind in ome.OME_KINDS if kind is not ome.ACCELERATOR_CLASS}
 WORKLOADS = WORKLOAD_KINDS  # every kind the controller applies and prunes
+
+
+def as_written(workload: dict[str, Any]) -> tuple[Any, Any]:
+    """What the controller last wrote of a workload: its generation (moved by any change of its
+    spec) and the digest it applied. Not its resourceVersion: the cluster's own controllers write
+    its status and annotations (a Deployment's revision) as they run it."""
+    meta = workload["metadata"]
+    return meta.get("generation"), (meta.get("annotations") or {}).get(APPLIED)
 
 
 def eventually(check: Callable[[], T], timeout: float = 30.0, what: str = "") -> T:
@@ -178,11 +187,13 @@ class World:
             else:
                 for item in self.custom.list_namespaced_custom_object(group, version, self.namespace, plural)["items"]:
                     self.delete(kind, item["metadata"]["name"])
-        # nothing collects owned objects here: no garbage collector runs beside this API server
+        # the garbage collector collects owned objects in its own time: deleted here at once, for
+        # the next test (one it collected meanwhile is gone already)
         for api_version, kind in WORKLOADS:
             resource = self.dynamic.resources.get(api_version=api_version, kind=kind)
             for item in resource.get(namespace=self.namespace).to_dict()["items"]:
-                resource.delete(name=item["metadata"]["name"], namespace=self.namespace)
+                with contextlib.suppress(NotFoundError):
+                    resource.delete(name=item["metadata"]["name"], namespace=self.namespace)
 
 
 @contextlib.contextmanager

@@ -31,7 +31,7 @@ from .manifests import (
     named_model,
     named_runtime,
 )
-from .support import World, eventually, running
+from .support import World, as_written, eventually, running
 
 ENGINE = ("Deployment", f"{NAMED_ISVC}-engine")
 
@@ -110,7 +110,7 @@ def test_a_restarted_controller_rewrites_nothing(world: World) -> None:
         # second controller's rewrite
         eventually(lambda: _unchanged_for(world, (NAMED_ISVC, AUTO_ISVC), seconds=1.5), what="both settled")
     before = {name: world.isvc(name)["metadata"]["resourceVersion"] for name in (NAMED_ISVC, AUTO_ISVC)}
-    workloads = {k: v["metadata"]["resourceVersion"] for n in before for k, v in world.workloads(n).items()}
+    workloads = {k: as_written(v) for n in before for k, v in world.workloads(n).items()}
     events = {(e.metadata.name, e.count) for n in before for e in world.events(n)}
     with running(world):
         # reconciled in turn after the two it found: once this one is done, so are they
@@ -119,7 +119,7 @@ def test_a_restarted_controller_rewrites_nothing(world: World) -> None:
         world.apply(later)
         eventually(lambda: reason(world, "later") == "RuntimeResolved", what="the new InferenceService")
         assert {name: world.isvc(name)["metadata"]["resourceVersion"] for name in before} == before
-        assert {k: v["metadata"]["resourceVersion"] for n in before for k, v in world.workloads(n).items()} == workloads
+        assert {k: as_written(v) for n in before for k, v in world.workloads(n).items()} == workloads
         assert {(e.metadata.name, e.count) for n in before for e in world.events(n)} == events
 
 

@@ -31,7 +31,7 @@ from .manifests import (
     named_model,
     named_runtime,
 )
-from .support import World, eventually, running
+from .support import World, as_written, eventually, running
 
 NOT_FOUND = f"runtime {NAMED_RUNTIME} not found in namespace llama-demo or at cluster scope"
 
@@ -85,7 +85,7 @@ def test_spec_002_a_deleted_runtime_gives_runtime_not_found_and_the_workload_is_
         assert (event.type, event.message) == ("Warning", NOT_FOUND)
         # it stops updating the serving workload, but running pods keep serving
         kept = world.workloads(NAMED_ISVC)[engine]
-        assert kept["metadata"]["resourceVersion"] == deployment["metadata"]["resourceVersion"]
+        assert as_written(kept) == as_written(deployment)
 
         world.apply(named_runtime())
         condition = eventually(lambda: resolved(world, NAMED_ISVC), what="RuntimeResolved again")
@@ -357,7 +357,7 @@ def test_spec_002_a_pinned_inference_service_keeps_serving_from_its_snapshot_and
         assert (as_json["pin"]["autoSync"], as_json["drift"]["reason"]) == (False, "SourceRuntimeChanged")
         # a runtime change does not roll out to a pinned InferenceService
         kept = world.workloads(NAMED_ISVC)[engine]
-        assert kept["metadata"]["resourceVersion"] == deployment["metadata"]["resourceVersion"]
+        assert as_written(kept) == as_written(deployment)
 
         world.delete("ClusterServingRuntime", NAMED_RUNTIME)
         missing = eventually(
@@ -368,7 +368,7 @@ def test_spec_002_a_pinned_inference_service_keeps_serving_from_its_snapshot_and
         assert NAMED_RUNTIME in missing["message"] and pin.metadata.name in missing["message"]
         assert resolved(world, NAMED_ISVC), "the pin keeps serving: RuntimeReady stays True"
         kept = world.workloads(NAMED_ISVC)[engine]
-        assert kept["metadata"]["resourceVersion"] == deployment["metadata"]["resourceVersion"]
+        assert as_written(kept) == as_written(deployment)
 
         world.apply(named_runtime())  # the pin is current again
         back = eventually(

@@ -1,6 +1,7 @@
-"""A real Kubernetes control plane for the tests that talk to Kubernetes: etcd and
-kube-apiserver built from their Go modules (tests/cluster), started once per session by
-``tests/cluster/up.sh`` and stopped by ``down.sh``. Use the ``kube_cluster`` fixture."""
+"""A real Kubernetes cluster for the tests that talk to Kubernetes: etcd, kube-apiserver,
+kube-controller-manager and kube-scheduler built from their Go modules (tests/cluster), and KWOK,
+which runs the pods of fake GPU nodes; started once per session by ``tests/cluster/up.sh`` and
+stopped by ``down.sh``. Use the ``kube_cluster`` fixture, and ``gpu_nodes`` for the nodes."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from testkit.shared import REPO
 
 SCRIPTS = REPO / "tests" / "cluster"
+NODES = REPO / "examples" / "cluster"  # the docs' fake GPU nodes and their AcceleratorClasses
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,17 @@ class Cluster:
     def api(self) -> client.ApiClient:
         """An admin client (system:masters)."""
         return config.new_client_from_config(str(self.kubeconfig))
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """The real kubectl, as a user runs it, with the admin kubeconfig."""
+        return subprocess.run(
+            [str(SCRIPTS / "bin" / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=120,
+        )
 
     def up(self) -> None:
         subprocess.run(["bash", str(SCRIPTS / "up.sh"), str(self.directory)], check=True, stdout=subprocess.DEVNULL)
@@ -115,6 +128,20 @@ def control_plane(keep: Path | None, prefix: str) -> Iterator[Path]:
         subprocess.run(["bash", str(SCRIPTS / "down.sh"), str(cluster.directory)], check=False)
         if keep is None:
             shutil.rmtree(cluster.directory, ignore_errors=True)
+
+
+def add_gpu_nodes(cluster: Cluster) -> None:
+    """Apply the docs' fake nodes and AcceleratorClasses with kubectl; wait until KWOK has every
+    node Ready."""
+    cluster.kubectl("apply", "-f", str(NODES / "gpu-nodes.yaml"), "-f", str(NODES / "accelerator-classes.yaml"))
+    cluster.kubectl("wait", "--for=condition=Ready", "node", "-l", "type=kwok", "--timeout=60s")
+
+
+@pytest.fixture(scope="session")
+def gpu_nodes(kube_cluster: Cluster) -> Cluster:
+    """The session's cluster with the fake GPU nodes (examples/cluster) in it."""
+    add_gpu_nodes(kube_cluster)
+    return kube_cluster
 
 
 @pytest.fixture(scope="session")
