@@ -2,12 +2,20 @@
 cluster's, each InferenceService reconciled (RuntimeReady, events, workloads), and the
 InferenceServices that follow a catalog object reconciled again when it changes or goes away.
 
+The workloads it applied are watched too (``observe_owned``): one deleted or whose spec someone
+else changed is applied again, and their status (and their pods') flows into the InferenceService's
+as OME reports it (readiness.py), without asking policyd again.
+
 Observations arrive on the event loop's thread (``observe``); work runs on several worker threads
 (``process``), a key in one at a time, and returns the keys to do next. Keys: AUDIT, CATALOG (every
-catalog change not yet in policyd, pushed together), ("isvc", namespace, name)."""
+catalog change not yet in policyd, pushed together), ("isvc", namespace, name) (decide, apply,
+write status), ("status", namespace, name) (the readiness only); an InferenceService's two keys
+never run at once."""
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Hashable, Iterable
@@ -18,9 +26,11 @@ from kubernetes.client.exceptions import ApiException
 
 from clients.controller.catalog_sync import CatalogSync
 from clients.controller.events import EventRecorder
-from clients.controller.kube import Applied, CatalogKey, Conflict, Kube, Manifest, WorkloadKey, catalog_key
+from clients.controller.kube import APPLIED, Applied, CatalogKey, Conflict, Kube, Manifest, WorkloadKey, catalog_key
+from clients.controller.observed import STATUS_KIND_NAMES, Observed, owner
 from clients.controller.outcome import Condition, Event, Outcome
 from clients.controller.pins import Pin, drift, pinned, wanted_revision
+from clients.controller.readiness import readiness, severity, status_fields
 from clients.controller.reconcile import Reconciler, Unavailable
 from clients.controller.status import now, status_update
 from clients.manifests import catalog_item
@@ -30,7 +40,7 @@ Key = tuple[Hashable, ...]
 IsvcKey = tuple[str, str]
 AUDIT: Key = ("audit",)
 CATALOG: Key = ("catalog",)
-PRIORITY: dict[Hashable, int] = {"audit": 0, "catalog": 1, "isvc": 2}
+PRIORITY: dict[Hashable, int] = {"audit": 0, "catalog": 1, "isvc": 2, "status": 3}
 CONFLICT = "WorkloadConflict"
 
 
@@ -73,6 +83,9 @@ class Controller:
         # kinds a watch has shown an event of: any listing of them after that is a gap too (its
         # objects may all be new, the ones it showed deleted in the gap)
         self._evented: set[str] = set()
+        self.observed = Observed()
+        # one lock an InferenceService: its reconcile and its status refresh write the same status
+        self._isvc_locks: collections.defaultdict[IsvcKey, threading.Lock] = collections.defaultdict(threading.Lock)
 
     # --- observations (the event loop's thread)
 
@@ -116,6 +129,48 @@ class Controller:
             keys.append(AUDIT)
         return keys
 
+    def observe_owned(self, event_type: str | None, obj: Manifest) -> list[Key]:
+        """A watch event of a workload or pod an InferenceService owns: its status refreshed; a
+        workload we applied that is gone, or changed by someone else, applied again."""
+        found = owner(obj)
+        if found is None:
+            return []
+        self.observed.seen(event_type, obj)
+        (namespace, name), uid = found
+        keys: list[Key] = [("status", namespace, name)] if obj.get("kind") in STATUS_KIND_NAMES else []
+        if uid and self._tampered(uid, obj, deleted=event_type == "DELETED"):
+            keys.append(("isvc", namespace, name))
+        return keys
+
+    def _tampered(self, uid: str, obj: Manifest, deleted: bool) -> bool:
+        """Whether a workload we applied was deleted, or had its spec or our digest changed by
+        someone else; it is forgotten then, so the next reconcile applies it again."""
+        meta = obj.get("metadata") or {}
+        workload = (str(obj.get("kind", "")), str(meta.get("name", "")))
+        with self._lock:
+            mine = self._owned.get(uid, {})
+            if workload not in mine:
+                return False
+            applied = mine[workload][1]
+            if deleted:
+                changed = not applied.uid or applied.uid == meta.get("uid")  # not a newer object of that name
+            else:
+                digest = (meta.get("annotations") or {}).get(APPLIED, "")
+                generation = int(meta.get("generation") or 0)
+                changed = digest != applied.digest or 0 < applied.generation < generation
+            if changed:
+                self._seq += 1
+                del mine[workload]
+        if changed:
+            log.info(
+                "%s %s %s: applying it again",
+                workload[0],
+                workload[1],
+                "was deleted" if deleted else "was changed by another writer",
+                extra={"namespace": meta.get("namespace", "")},
+            )
+        return changed
+
     # --- work (the workers' threads)
 
     def process(self, key: Key) -> list[Key]:
@@ -124,7 +179,11 @@ class Controller:
                 return self.audit()
             if key == CATALOG:
                 return self.sync_catalog()
-            return self.reconcile((str(key[1]), str(key[2])))
+            isvc_key = (str(key[1]), str(key[2]))
+            with self._isvc_locks[isvc_key]:
+                if key[0] == "status":
+                    return self.refresh_status(isvc_key)
+                return self.reconcile(isvc_key)
         except Exception as err:
             if key[0] == "isvc":
                 with self._lock:  # not settled: its next watch event is work again
@@ -141,10 +200,16 @@ class Controller:
         The workloads InferenceServices own are listed too."""
         with self._lock:
             start = self._seq
-        with ThreadPoolExecutor(1) as other:  # both listings at once: the API server has cores to spare
+        first = not self.catalog_ready
+        observed_from = self.observed.mark()
+        with ThreadPoolExecutor(2) as other:  # the listings at once: the API server has cores to spare
             listing = other.submit(self.kube.list_owned)
+            # the first audit fills what the readiness is computed from (later, the watches keep it)
+            status_listing = other.submit(self.kube.list_status_objects) if first else None
             listed = self.kube.list_catalog()
             owned = listing.result()
+            if status_listing is not None:
+                self.observed.listed(status_listing.result(), observed_from)
         with self._lock:
             for key, (seq, _) in list(self._catalog.items()):
                 if seq <= start and key not in listed:
@@ -163,7 +228,6 @@ class Controller:
         changed = self.catalog.replace({key: obj for key, (_, obj) in snapshot.items() if obj is not None})
         self._drop_deleted(snapshot)
         self._audit_pending = False
-        first = not self.catalog_ready
         if first:
             log.info("catalog in sync with policyd", extra={"objects": len(listed)})
         elif changed:
@@ -244,6 +308,7 @@ class Controller:
             with self._lock:
                 self._resolved.discard(key)
                 self._settled.pop(key, None)
+            self._isvc_locks.pop(key, None)
             return []
         if not self.catalog_ready:
             if self.policyd_down is not None:
@@ -280,6 +345,21 @@ class Controller:
             log.error("Failed to reconcile component", extra={"isvc": "/".join(key), "error": error})
         if problems:
             raise Retry("; ".join(str(p) for p in problems))
+        return [("status", *key)]
+
+    def refresh_status(self, key: IsvcKey) -> list[Key]:
+        """Write the readiness OME reports from the workloads and pods as the watches show them."""
+        if not self.catalog_ready:
+            raise NotReady()  # the first audit lists what it is computed from
+        with self._lock:
+            isvc = self._isvcs.get(key)
+        if isvc is None:
+            self._isvc_locks.pop(key, None)
+            return []
+        workloads, pods = self.observed.of(key)
+        found = readiness(isvc, workloads, pods)
+        conditions = tuple(dataclasses.replace(c, severity=severity(c.type)) for c in found.conditions)
+        self._write_status(isvc, conditions, status_fields(found, isvc))
         return []
 
     def _pin_of(self, isvc: Manifest, pins: list[Pin]) -> Pin | Condition | None:
@@ -317,18 +397,23 @@ class Controller:
         live = self.reconciler.live_runtime(pin.kind, isvc["metadata"]["namespace"], pin.runtime)
         return (drift(pin, live),)
 
-    def _write_status(self, isvc: Manifest, conditions: tuple[Condition, ...]) -> bool:
+    def _write_status(self, isvc: Manifest, conditions: tuple[Condition, ...], fields: Manifest | None = None) -> bool:
         """False when the InferenceService is gone."""
-        update = status_update(isvc, conditions, self.clock())
+        update = status_update(isvc, conditions, self.clock(), fields)
         if update is None:
             return True
         try:
-            self.kube.write_status(isvc, update)
+            written = self.kube.write_status(isvc, update)
         except ApiException as err:
             if err.status == 404:
                 return False
             raise  # 409: a newer version is on its way from the watch; retried
         meta = isvc["metadata"]
+        key = (meta["namespace"], meta["name"])
+        with self._lock:  # the next write starts from this one, unless the watch showed a newer version
+            known = self._isvcs.get(key)
+            if known is not None and known["metadata"].get("resourceVersion") == meta.get("resourceVersion"):
+                self._isvcs[key] = {**written, "kind": "InferenceService"}
         log.info(
             "InferenceService %s/%s: %s",
             meta["namespace"],

@@ -15,6 +15,7 @@ from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
+from clients.controller.observed import STATUS_KINDS
 from clients.controller.outcome import Event
 from clients.controller.pins import PIN_LABEL, SOURCE_KIND, SOURCE_NAME, Pin
 from clients.renderer.metadata import LABEL_ISVC
@@ -53,6 +54,7 @@ METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 class Applied:
     digest: str  # of the body applied, as in its APPLIED annotation
     uid: str  # the object's; empty when the apply was skipped
+    generation: int = 0  # the object's after the apply: a later one means its spec was changed since
 
 
 class Conflict(Exception):
@@ -132,13 +134,15 @@ class Kube:
                 objects[catalog_key(item)] = item
         return objects
 
-    def write_status(self, isvc: Manifest, update: Mapping[str, Any]) -> None:
-        """Merge-patch the status subresource, on the resourceVersion it was computed from (409 when stale)."""
+    def write_status(self, isvc: Manifest, update: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge-patch the status subresource, on the resourceVersion it was computed from (409
+        when stale); the InferenceService as written."""
         meta = isvc["metadata"]
         body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": dict(update)}
-        self.custom.patch_namespaced_custom_object_status(
+        written: Any = self.custom.patch_namespaced_custom_object_status(
             GROUP, VERSION, meta["namespace"], PLURALS["InferenceService"], meta["name"], body
         )
+        return dict(written)
 
     def create_event(self, isvc: Manifest, event: Event) -> bool:
         """Record ``event``; False when an Event for the same cause already exists."""
@@ -259,7 +263,8 @@ class Kube:
             if err.status == 409:
                 raise Conflict(obj, err) from err
             raise
-        return Applied(digest, str(json.loads(answer.data)["metadata"]["uid"]))
+        written = json.loads(answer.data)["metadata"]
+        return Applied(digest, str(written["uid"]), int(written.get("generation") or 0))
 
     def list_owned(self) -> dict[str, dict[WorkloadKey, Applied]]:
         """Every workload an InferenceService owns, by its uid: what it was applied with and its
@@ -275,9 +280,28 @@ class Kube:
                 meta = item.get("metadata") or {}
                 for ref in meta.get("ownerReferences") or []:
                     if ref.get("controller") and ref.get("kind") == "InferenceService":
-                        applied = Applied((meta.get("annotations") or {}).get(APPLIED, ""), meta.get("uid", ""))
+                        applied = Applied(
+                            (meta.get("annotations") or {}).get(APPLIED, ""),
+                            meta.get("uid", ""),
+                            int(meta.get("generation") or 0),
+                        )
                         owned.setdefault(ref.get("uid", ""), {})[(kind, meta.get("name", ""))] = applied
         return owned
+
+    def list_status_objects(self) -> list[dict[str, Any]]:
+        """Every object InferenceServices own that their readiness reads (their workloads' status,
+        their Services' ports, their pods), whole, one listing per kind for the whole cluster."""
+        found: list[dict[str, Any]] = []
+        for api_version, kind in STATUS_KINDS:
+            try:
+                resource = self._resource(api_version, kind)
+            except ResourceNotFoundError:
+                continue
+            answer = resource.get(label_selector=LABEL_ISVC, serialize=False)
+            for item in json.loads(answer.data).get("items") or []:
+                item.setdefault("kind", kind)
+                found.append(item)
+        return found
 
     def delete(self, isvc: Manifest, workload: WorkloadKey, uid: str) -> None:
         """Delete a workload ``isvc`` no longer renders (``uid``: that object, not a newer one of its name)."""

@@ -20,9 +20,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from clients.controller.controller import AUDIT, CATALOG, PRIORITY, Controller, Key, NotReady, Retry
-from clients.controller.kube import CATALOG_KINDS, GROUP, PLURALS, VERSION
+from clients.controller.kube import CATALOG_KINDS, GROUP, PLURALS, VERSION, WORKLOAD_KINDS
 from clients.controller.reconcile import Unavailable
 from clients.controller.workqueue import MAX_DELAY, WorkQueue
+from clients.renderer.metadata import LABEL_ISVC
 
 log = logging.getLogger("policyd.controller")
 AUDIT_INTERVAL = 300.0  # seconds; a safety net; gaps in a watch trigger an audit at once
@@ -60,6 +61,19 @@ def login(**_: Any) -> kopf.ConnectionInfo:
     )
 
 
+OWNED_PLURALS = {
+    "Deployment": "deployments",
+    "Service": "services",
+    "HorizontalPodAutoscaler": "horizontalpodautoscalers",
+    "PodDisruptionBudget": "poddisruptionbudgets",
+    "LeaderWorkerSet": "leaderworkersets",
+    "ServiceAccount": "serviceaccounts",
+    "Role": "roles",
+    "RoleBinding": "rolebindings",
+    "Pod": "pods",
+}
+
+
 def registry(controller: Controller, queue: WorkQueue) -> kopf.OperatorRegistry:
     reg = kopf.OperatorRegistry()
     kopf.on.login(registry=reg)(login)
@@ -72,6 +86,21 @@ def registry(controller: Controller, queue: WorkQueue) -> kopf.OperatorRegistry:
                 queue.add(key)
 
         kopf.on.event(GROUP, VERSION, PLURALS[kind], registry=reg, id=f"observe-{PLURALS[kind]}")(observe)
+    # what InferenceServices own (the workloads applied, and their pods): deletions and edits
+    # repaired, status reported
+    for api_version, kind in (*WORKLOAD_KINDS, ("v1", "Pod")):
+        group, _, version = api_version.rpartition("/")
+        plural = OWNED_PLURALS[kind]
+
+        def observe_owned(event: kopf.RawEvent, kind: str = kind, **_: Any) -> None:
+            obj = dict(event["object"])
+            obj.setdefault("kind", kind)
+            for key in controller.observe_owned(event["type"], obj):
+                queue.add(key)
+
+        kopf.on.event(group, version, plural, labels={LABEL_ISVC: kopf.PRESENT}, registry=reg, id=f"observe-{plural}")(
+            observe_owned
+        )
     return reg
 
 
@@ -80,6 +109,8 @@ def describe(key: Key) -> str:
         return "catalog audit"
     if key == CATALOG:
         return "catalog push"
+    if key[0] == "status":
+        return f"status of InferenceService {key[1]}/{key[2]}"
     kind = "InferenceService" if key[0] == "isvc" else str(key[1])
     return f"{kind} {'/'.join(str(part) for part in key[-2:] if part)}"
 

@@ -17,6 +17,7 @@ class Condition:
     reason: str
     message: str
     type: str = RUNTIME_READY
+    severity: str = ""  # knative's: "" (Error) for Ready and what it depends on, "Info" for the others
 
     @property
     def ready(self) -> bool:

@@ -1,5 +1,6 @@
 """The controller's pure parts: RuntimeReady's status fields, the work queue's backoff and its
-workers' exclusion (one key in one worker at a time), reading
+workers' exclusion (one key in one worker at a time), the observed workloads (a listing against
+newer watch events), reading
 policyd's answers (before and after it fills every field of a rejection), the shipped manifests."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import yaml
 
 from clients.controller import workqueue
 from clients.controller.controller import AUDIT, CATALOG
+from clients.controller.observed import Observed
 from clients.controller.operator import describe
 from clients.controller.outcome import Condition
 from clients.controller.reconcile import refusal
@@ -139,11 +141,43 @@ def test_a_failed_key_waits_its_backoff_even_when_added_again_meanwhile_it_goes_
 
 
 def test_every_kind_of_key_is_named_in_the_log() -> None:
-    assert [describe(key) for key in (AUDIT, CATALOG, ("isvc", "demo", "svc"))] == [
+    assert [describe(key) for key in (AUDIT, CATALOG, ("isvc", "demo", "svc"), ("status", "demo", "svc"))] == [
         "catalog audit",
         "catalog push",
         "InferenceService demo/svc",
+        "status of InferenceService demo/svc",
     ]
+
+
+def _owned(kind: str, name: str, version: str, isvc: str = "svc") -> dict[str, object]:
+    meta: dict[str, object] = {"name": name, "namespace": "demo", "resourceVersion": version}
+    if kind == "Pod":
+        meta["labels"] = {"ome.io/inferenceservice": isvc}
+    else:
+        meta["ownerReferences"] = [{"kind": "InferenceService", "name": isvc, "uid": "u1", "controller": True}]
+    return {"kind": kind, "metadata": meta}
+
+
+def test_a_listing_fills_the_observed_workloads_but_a_watch_event_newer_than_it_wins() -> None:
+    observed = Observed()
+    start = observed.mark()
+    observed.seen("MODIFIED", _owned("Deployment", "svc-engine", "9"))  # after the listing began
+    observed.seen("DELETED", _owned("Pod", "svc-engine-a", "8"))
+    observed.listed(
+        [_owned("Deployment", "svc-engine", "5"), _owned("Pod", "svc-engine-a", "5"), _owned("Service", "svc", "5")],
+        start,
+    )
+    workloads, pods = observed.of(("demo", "svc"))
+    assert [(w["kind"], w["metadata"]["resourceVersion"]) for w in workloads] == [("Deployment", "9"), ("Service", "5")]
+    assert pods == []
+
+
+def test_only_what_readiness_reads_is_observed_and_only_of_an_inference_service() -> None:
+    observed = Observed()
+    observed.seen("ADDED", _owned("HorizontalPodAutoscaler", "svc-engine", "1"))
+    observed.seen("ADDED", {"kind": "Deployment", "metadata": {"name": "x", "namespace": "demo"}})
+    observed.seen("ADDED", _owned("Pod", "svc-engine-a", "1"))
+    assert observed.of(("demo", "svc")) == ([], [_owned("Pod", "svc-engine-a", "1")])
 
 
 def _decided(rejection: pb.Rejection | None = None) -> Decision:
