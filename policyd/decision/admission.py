@@ -22,7 +22,7 @@ from policyd.facts.admission import (
 from policyd.policy import templates
 from policyd.policy.outcomes import Refusal, refusal
 from policyd.policy.revision import Revision
-from policyd.records import ADMIT_PAIR, ADMIT_RUNTIME
+from policyd.records import ADMIT_PAIR, ADMIT_RUNTIME, REQUEST
 from policyd.resources.objects import InferenceService, ServingRuntime
 
 # the facts a lookup of the catalog gives: a denial by a rule reading one depends on what was not found
@@ -62,28 +62,38 @@ def _denied(revision: Revision, catalog: Catalog, isvc: InferenceService, denial
 
 def admit_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision, fast: bool = True) -> Admission:
     """OME's InferenceService webhook: its request checks always, the runtime and the model
-    (Resolve for a named runtime, else Select) only with spec.engine (v1.3)."""
+    (Resolve for a named runtime, else Select) only with spec.engine (v1.3). Admitted, it warns
+    of what the request's advise rules say of it, then of what the runtime's decision says."""
     engine = "engine" in isvc.components
     subject, base, refusals = orchestrator.review(catalog, isvc, revision)
+    advisories = tuple(
+        templates.render(r.reason, base)
+        for r in revision.engine.fire(REQUEST, [base])[0]  # memoised: review fired them already
+        if r.effect == "advise" and r.admission and (engine or not r.needs_engine)
+    )
+
+    def admitted(warnings: Sequence[str] = ()) -> Admission:
+        return Admission(None, (*advisories, *warnings))
+
     refusals = [r for r in refusals if r.admission and (engine or not r.needs_engine)]
     if not engine:
-        return _denied(revision, catalog, isvc, refusals[0]) if refusals else Admission(None)
+        return _denied(revision, catalog, isvc, refusals[0]) if refusals else admitted()
     if isvc.runtime is not None:
         resolution = orchestrator.resolve_reviewed(
             revision, catalog, subject, base, refusals, admission=True, fast=fast
         )
         if resolution.refusal is not None:
             return _denied(revision, catalog, isvc, resolution.refusal)
-        return Admission(None, (resolution.warning,) if resolution.warning else ())
+        return admitted([resolution.warning] if resolution.warning else [])
     if refusals:
         return _denied(revision, catalog, isvc, refusals[0])
     if subject.model is None:
-        return Admission(None)
+        return admitted()
     selection = orchestrator.select_reviewed(revision, catalog, subject, base, fast)
     if selection.refusal is None:
-        return Admission(None, selection.warnings)
+        return admitted(selection.warnings)
     if base["isvc_full_runner"]:
-        return Admission(None)  # the engine runs its own runner: nothing needs selecting
+        return admitted()  # the engine runs its own runner: nothing needs selecting
     found = selection.refusal
     values = {"model_name": subject.model.meta.name, "error": found.message}
     message = templates.render(revision.policy.messages["admission_no_runtime"], values)

@@ -74,6 +74,8 @@ def _request_facts(isvc: InferenceService | None, subject: Subject) -> Record:
         "named_runtime": ref.name if ref else "",
         "named_runtime_kind": ref.kind if ref else "",
         "named_runtime_found": subject.named_runtime_found,
+        "named_runtime_auto_sync": ref.auto_sync if ref else True,
+        "named_runtime_revision": ref.revision if ref else "",
         "isvc_has_engine": "engine" in components,
         "isvc_has_decoder": "decoder" in components,
         "isvc_has_router": "router" in components,

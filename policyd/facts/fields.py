@@ -47,6 +47,10 @@ CORE_FIELDS: dict[str, Field] = {
     "named_runtime": Field(STR, REQUEST, "spec.runtime.name, or empty"),
     "named_runtime_kind": Field(STR, REQUEST, "spec.runtime.kind (ClusterServingRuntime by default), or empty"),
     "named_runtime_found": Field(BOOL, REQUEST, "the runtime spec.runtime.name names exists (by kind)", True),
+    "named_runtime_auto_sync": Field(
+        BOOL, REQUEST, "spec.runtime.autoSync (true when unset, and without spec.runtime)", True
+    ),
+    "named_runtime_revision": Field(STR, REQUEST, "spec.runtime.revision, or empty"),
     "isvc_has_engine": Field(BOOL, REQUEST, "the InferenceService declares spec.engine"),
     "isvc_has_decoder": Field(BOOL, REQUEST, "the InferenceService declares spec.decoder"),
     "isvc_has_router": Field(BOOL, REQUEST, "the InferenceService declares spec.router"),

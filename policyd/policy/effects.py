@@ -58,7 +58,12 @@ EFFECTS: Mapping[str, Effect] = {
             deciding=True,
             grouped=True,
         ),
-        Effect("advise", "adds an advisory, no other effect", (RUNTIME, ENTRY)),
+        Effect(
+            "advise",
+            "adds an advisory, no other effect: a runtime's or an entry's to the runtime's verdict; a "
+            "request's is a warning about the request itself, which the InferenceService webhook gives",
+            (REQUEST, RUNTIME, ENTRY),
+        ),
         Effect("score", "adds ``points`` to the score", (RUNTIME, ENTRY), requires="points"),
         Effect(
             "finding",

@@ -24,6 +24,7 @@ from .support import (
     Harness,
     assert_invalid,
     isvc_manifest,
+    isvc_text,
     manifest_catalog,
     manifest_object,
     model_manifest,
@@ -116,6 +117,61 @@ def test_a_compatible_named_runtime_is_admitted_without_a_warning(harness: Harne
     reply = admit(harness, isvc_manifest(runtime={"name": RUNTIME_NAME, "kind": "ServingRuntime"}))
     assert reply.allowed is True
     assert list(reply.warnings) == []
+
+
+# spec 002: spec.runtime.revision "Needs autoSync: false"; OME admits it without, and it does nothing
+REVISION = f"{MODEL_NAME}-5d8f7c9b4"
+UNPINNED = (
+    f'spec.runtime.revision "{REVISION}" has no effect without spec.runtime.autoSync: false; '
+    f'the InferenceService follows runtime "{RUNTIME_NAME}"'
+)
+
+
+def with_runtime(**runtime: Any) -> dict[str, Any]:
+    return isvc_manifest(runtime={"name": RUNTIME_NAME, "kind": "ServingRuntime", **runtime})
+
+
+def test_a_revision_without_autosync_false_is_admitted_with_a_warning_and_the_same_defaults(
+    harness: Harness,
+) -> None:
+    doc = with_runtime(revision=REVISION)
+    reply, plain = admit(harness, doc), admit(harness, with_runtime())
+    assert (reply.allowed, list(reply.warnings)) == (True, [UNPINNED])
+    assert (reply.HasField("denial"), list(reply.missing)) == (False, [])
+    assert list(plain.warnings) == []
+    assert admit(harness, with_runtime(revision=REVISION, autoSync=True)).warnings == [UNPINNED]
+
+    def defaults(manifest: dict[str, Any]) -> str:
+        bare = {**manifest, "spec": {**manifest["spec"], "engine": {}}}  # replicas for the webhook to default
+        return str(harness.ok("Default", pb.DefaultRequest(inference_service=isvc_text(bare))).patch)
+
+    assert defaults(doc) == defaults(with_runtime()) != "[]"
+
+
+@pytest.mark.parametrize(
+    "runtime", [{"revision": REVISION, "autoSync": False}, {"autoSync": True}, {"autoSync": False}, {}]
+)
+def test_no_revision_warning_when_pinned_or_without_a_revision(harness: Harness, runtime: dict[str, Any]) -> None:
+    reply = admit(harness, with_runtime(**runtime))
+    assert (reply.allowed, list(reply.warnings)) == (True, [])
+
+
+def test_the_revision_warning_comes_before_the_runtime_s_and_without_an_engine(harness: Harness) -> None:
+    unsupported = isvc_manifest(runtime={"name": RUNTIME_70B, "revision": REVISION})
+    first, support = admit(harness, unsupported).warnings
+    assert first == UNPINNED.replace(RUNTIME_NAME, RUNTIME_70B)
+    assert support.startswith(f'runtime "{RUNTIME_70B}" does not declare support for model "{MODEL_NAME}" (')
+    # a request check: made whether or not the webhook checks the runtime
+    doc = with_runtime(revision=REVISION)
+    del doc["spec"]["engine"]
+    assert list(admit(harness, doc).warnings) == [UNPINNED]
+
+
+def test_a_denied_request_is_denied_as_without_the_revision(harness: Harness) -> None:
+    reply = admit(harness, isvc_manifest(runtime={"name": "srt-x", "revision": REVISION}))
+    plain = admit(harness, isvc_manifest(runtime={"name": "srt-x"}))
+    assert (reply.allowed, list(reply.warnings)) == (False, [])
+    assert reply.denial == plain.denial and list(reply.missing) == list(plain.missing)
 
 
 def test_without_an_engine_the_webhook_checks_neither_runtime_nor_model(harness: Harness) -> None:

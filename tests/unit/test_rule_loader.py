@@ -313,7 +313,65 @@ def test_a_runtime_rule_may_not_compare_with_an_entry_field_either(tmp_path: Pat
 def test_a_rule_s_effect_must_suit_its_scope(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
     append_rule(directory / "10-runtime.yaml", rule_text(applies_to="request", when="{isvc_has_router: true}"))
-    assert load_error(directory).reason == "a rule that applies to request takes effect refuse, not exclude"
+    assert load_error(directory).reason == "a rule that applies to request takes effect refuse or advise, not exclude"
+
+
+# a request advisory: a warning about the request itself (rules/00-admission.yaml)
+REVISION_UNPINNED = "{named_runtime_revision: {ne: ''}, named_runtime_auto_sync: true}"
+
+
+@pytest.mark.parametrize(
+    ("applies_to", "when", "extra", "template", "reason"),
+    [
+        (
+            "request",
+            "{named_runtime_revision: {ne: ''}, runtime_disabled: true}",
+            "",
+            "extra",
+            "applies to request but tests runtime_disabled, which request records do not carry",
+        ),
+        (
+            "model",
+            "{model_disabled: true}",
+            "",
+            "extra",
+            "a rule that applies to model takes effect refuse, not advise",
+        ),
+        (
+            "request",
+            REVISION_UNPINNED,
+            "    kind: Advisory\n",
+            "extra",
+            "kind is declared only on rules that refuse, exclude or reject, not advise",
+        ),
+        (
+            "request",
+            "{named_runtime_auto_sync: 'no'}",
+            "",
+            "extra",
+            "when: named_runtime_auto_sync: expected a boolean value, got 'no'",
+        ),
+        ("request", REVISION_UNPINNED, "", "{revision}", "reason: unknown placeholder {revision}"),
+    ],
+)
+def test_a_bad_request_advisory_is_refused_with_file_rule_and_line(
+    tmp_path: Path, applies_to: str, when: str, extra: str, template: str, reason: str
+) -> None:
+    directory = copy_rules(tmp_path)
+    path = directory / "00-admission.yaml"
+    line = append_rule(path, rule_text(applies_to=applies_to, effect="advise", when=when, reason=template) + extra)
+    err = load_error(directory)
+    assert (err.file, err.rule_id, err.line, err.reason) == (str(path), "extra-rule", line, reason)
+
+
+def test_a_request_advisory_s_failing_test_is_refused_with_file_rule_and_line(tmp_path: Path) -> None:
+    directory = copy_rules(tmp_path)
+    path = directory / "00-admission.yaml"
+    replace(path, """reason: 'spec.runtime.revision "{named_runtime_revision}" has no""", "reason: 'it has no")
+    err = build_error(directory)
+    rule_id = "revision-without-autosync-false"
+    assert (err.file, err.rule_id, err.line) == (str(path), rule_id, line_of(path, f"- id: {rule_id}"))
+    assert "advisories [" in err.reason and "expected [" in err.reason
 
 
 def test_an_entry_exclusion_must_belong_to_a_group(tmp_path: Path) -> None:
