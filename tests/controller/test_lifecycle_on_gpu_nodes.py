@@ -1,10 +1,12 @@
 """Seed 002's lifecycle driven with kubectl on the simulated GPU cluster: the real scheduler places
 the engine's pods on fake GPU nodes, KWOK runs them, the Kubernetes controllers report the
-Deployment's availability, and policy-controller reports the InferenceService as OME does."""
+Deployment's availability, and policy-controller reports the InferenceService as OME does; a
+MultiNode engine's readiness from its LeaderWorkerSet's status."""
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +16,16 @@ from testkit.cluster import Cluster
 
 from clients.renderer.names import model_node_label
 
-from .manifests import NAMED_ISVC, NAMED_RUNTIME, named_isvc, named_model, named_runtime
+from .manifests import (
+    NAMED_ISVC,
+    NAMED_RUNTIME,
+    multinode_isvc,
+    multinode_model,
+    multinode_runtime,
+    named_isvc,
+    named_model,
+    named_runtime,
+)
 from .support import World, eventually, running
 
 ENGINE = f"{NAMED_ISVC}-engine"
@@ -125,3 +136,37 @@ def test_an_engine_whose_pods_cannot_be_scheduled_is_not_ready_with_the_schedule
         assert "Insufficient nvidia.com/gpu" in engine_ready["message"]
         ready = condition(world, NAMED_ISVC, "Ready")
         assert ready is not None and (ready["status"], ready["reason"]) == ("False", "MinimumReplicasUnavailable")
+
+
+def test_a_multinode_engine_is_ready_when_its_leaderworkerset_says_available(world: World, gpu_nodes: Cluster) -> None:
+    """No LeaderWorkerSet controller runs here (its module is not served): the test writes the
+    LeaderWorkerSet's status as that controller does once every group is ready."""
+    world.apply(multinode_model())
+    world.apply(multinode_runtime())
+    with running(world):
+        world.apply(multinode_isvc())
+        initializing = eventually(
+            lambda: (c := condition(world, "llama-3-70b", "EngineReady")) and c["reason"] == "Initializing" and c,
+            what="EngineReady Initializing",
+        )
+        assert (initializing["status"], initializing["message"]) == ("Unknown", "engine component initializing")
+        lws = "lws-llama-3-70b-engine"
+        gpu_nodes.kubectl("wait", "-n", "llama-demo", f"leaderworkerset/{lws}", "--for=create", "--timeout=60s")
+        available = {
+            "type": "Available",
+            "status": "True",
+            "reason": "AllGroupsReady",
+            "message": "All replicas are ready",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+        status = {"status": {"conditions": [available], "replicas": 1, "readyReplicas": 1, "updatedReplicas": 1}}
+        gpu_nodes.kubectl(
+            "patch", "leaderworkerset", lws, "-n", "llama-demo", "--subresource=status", "--type=merge",
+            "-p", json.dumps(status),
+        )  # fmt: skip
+        gpu_nodes.kubectl(
+            "wait", "--for=condition=Ready", "inferenceservice/llama-3-70b", "-n", "llama-demo", "--timeout=60s"
+        )
+        engine_ready = condition(world, "llama-3-70b", "EngineReady")
+        assert engine_ready is not None
+        assert (engine_ready["status"], engine_ready["reason"]) == ("True", "AllGroupsReady")
