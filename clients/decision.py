@@ -77,8 +77,9 @@ def render_request(
 ) -> render_pb2.RenderRequest:
     """What the renderer needs for a decision without a problem: the InferenceService, the
     chosen runtime and the base model as manifests, the matched entry, each component's mode
-    (with its error) and accelerator class as policyd decided them; ``placed``: the classes the
-    components were placed on, where the caller knows (policyctl --accelerator-class)."""
+    (with its error) and accelerator class as policyd decided them, and those classes'
+    AcceleratorClass objects that ``manifests`` finds; ``placed``: the classes the components
+    were placed on, where the caller knows (policyctl --accelerator-class)."""
     isvc = decision.isvc
     spec, namespace = isvc.get("spec") or {}, (isvc.get("metadata") or {}).get("namespace", "")
     kind, name, entry = decision.runtime
@@ -95,6 +96,11 @@ def render_request(
             request.model.CopyFrom(rpb.Object(manifest=json.dumps(found)))
     request.accelerator_classes.update(decision.answer.accelerator_classes)
     request.accelerator_classes.update(placed or {})
+    for class_name in sorted({c for c in request.accelerator_classes.values() if c}):
+        # One not found is left out: policyd has decided already, so the renderer places no class.
+        accelerator_class = manifests("AcceleratorClass", "", class_name)
+        if accelerator_class is not None:
+            request.accelerator_class_objects.append(rpb.Object(manifest=json.dumps(accelerator_class)))
     return request
 
 

@@ -4,13 +4,15 @@ Each component the InferenceService declares is rendered in the deployment mode 
 for it (RenderInput.modes); one that policyd found cannot run in its mode gives policyd's error.
 Otherwise it goes through, in order: the runtime's config (with its engine template) merged
 underneath, the replica defaults, OME's labels and annotations, the model, the per-accelerator
-overrides and PARALLELISM_SIZE in its runners, then its objects (workloads.py). A component that
-fails gives one error naming it and no object; the others still render.
+overrides, the resources OME merges from the runtime and the chosen AcceleratorClass, and
+PARALLELISM_SIZE in its runners, then its objects (workloads.py), whose engine and decoder pods
+are placed by that class (placement.py). A component that fails gives one error naming it and
+no object; the others still render.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +24,14 @@ from clients.renderer.metadata import component_meta
 from clients.renderer.model import Model, base_model
 from clients.renderer.model_volume import mount_model
 from clients.renderer.parts import map_runners, worker_size
+from clients.renderer.placement import (
+    AcceleratorClass,
+    Placement,
+    accelerator_classes,
+    merge_resources,
+    placement,
+    runtime_resources,
+)
 from clients.renderer.scaling import with_replica_defaults
 from clients.renderer.shape import check_component
 from clients.renderer.workloads import MODEL_COMPONENTS, MULTI_NODE, Pods, build_objects
@@ -45,6 +55,8 @@ class RenderInput:
     modes: Mapping[str, EffectiveMode] = field(default_factory=dict)
     # component name -> why policyd says it cannot run in that mode
     mode_errors: Mapping[str, str] = field(default_factory=dict)
+    # whole AcceleratorClass manifests of the classes named in accelerator_classes that were found
+    accelerator_class_objects: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,7 @@ class _Context:
     runtime_name: str
     runtime_spec: Mapping[str, Any]
     model: Model | None
+    classes: Mapping[str, AcceleratorClass]  # the given AcceleratorClass objects by name
 
 
 def render(inp: RenderInput) -> RenderResult:
@@ -101,18 +114,32 @@ def _render_component(name: str, context: _Context) -> list[dict[str, Any]]:
     if mode.mode == MULTI_NODE:
         component = fold_into_parts(component)
     meta = component_meta(name, inp.inference_service, component, context.runtime_name, context.model)
-    component = _model_runners(name, component, context) if name in MODEL_COMPONENTS else router_config_env(component)
-    pods = Pods(name, inp.inference_service["metadata"], context.model)
+    if name in MODEL_COMPONENTS:
+        chosen = _chosen_class(name, context)
+        component = _model_runners(name, isvc_component, component, chosen, context)
+        placed: Placement | None = placement(context.runtime_spec, chosen, isvc_component, context.model is not None)
+    else:
+        component, placed = router_config_env(component), None
+    pods = Pods(name, inp.inference_service["metadata"], context.model, placed)
     return build_objects(component, mode, meta, pods)
 
 
-def _model_runners(name: str, component: dict[str, Any], context: _Context) -> dict[str, Any]:
-    """The engine's or decoder's runners with the model, the chosen class's overrides and
-    PARALLELISM_SIZE, in OME's order."""
+def _model_runners(
+    name: str,
+    isvc_component: Mapping[str, Any],
+    component: dict[str, Any],
+    chosen: AcceleratorClass | None,
+    context: _Context,
+) -> dict[str, Any]:
+    """The engine's or decoder's runners with the model, the merged resources, the chosen
+    class's overrides and PARALLELISM_SIZE, in OME's order (PARALLELISM_SIZE counts the GPUs
+    the merged resources give)."""
     inp, model = context.inp, context.model
     if model is not None:
         component = set_model_path(component, model.path)
         component = map_runners(component, lambda runner: mount_model(runner, model))
+    from_runtime = runtime_resources(context.runtime_spec)
+    component = map_runners(component, lambda runner: merge_resources(runner, from_runtime, chosen, isvc_component))
     accelerator_class = inp.accelerator_classes.get(name)
     component = apply_accelerator_config(component, inp.accelerator_config, accelerator_class)
     return set_parallelism(
@@ -120,6 +147,12 @@ def _model_runners(name: str, component: dict[str, Any], context: _Context) -> d
         pods_per_replica=1 + worker_size(component),
         overridden=overrides_parallelism(inp.accelerator_config, accelerator_class),
     )
+
+
+def _chosen_class(name: str, context: _Context) -> AcceleratorClass | None:
+    """The AcceleratorClass object of the class chosen for the component; None when none was
+    chosen or its object was not given."""
+    return context.classes.get(context.inp.accelerator_classes.get(name) or "")
 
 
 def _context(inp: RenderInput) -> _Context:
@@ -146,7 +179,8 @@ def _context(inp: RenderInput) -> _Context:
             f"ServingRuntime {runtime_name} is in namespace {runtime_namespace} and serves only that namespace, "
             f"not {namespace}",
         )
-    return _Context(inp, runtime_name, runtime_spec(inp.runtime), base_model(spec, inp.model))
+    classes = accelerator_classes(inp.accelerator_class_objects)
+    return _Context(inp, runtime_name, runtime_spec(inp.runtime), base_model(spec, inp.model), classes)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -69,6 +69,10 @@ def render_request(request: pb.RenderRequest) -> RenderInput:
         accelerator_config=chosen_accelerator_config(runtime, request.entry_index),
         modes=modes,
         mode_errors=mode_errors,
+        accelerator_class_objects=[
+            object_manifest(obj, f"accelerator_class_objects[{i}]")
+            for i, obj in enumerate(request.accelerator_class_objects)
+        ],
     )
 
 

@@ -22,6 +22,7 @@ from clients.renderer.model import Model
 from clients.renderer.model_volume import add_model_volume, require_model_node
 from clients.renderer.multinode import multinode_objects
 from clients.renderer.parts import PARTS, worker_size
+from clients.renderer.placement import Placement
 from clients.renderer.pods import assemble, with_defaults
 from clients.renderer.raw import raw_objects, router_access
 from policyd.errors import InvalidInput
@@ -35,11 +36,12 @@ MODEL_COMPONENTS = ("engine", "decoder")  # the ones whose runners get the model
 @dataclass(frozen=True)
 class Pods:
     """What every pod of a component shares: the InferenceService's metadata for placeholders,
-    and the base model, if any."""
+    the base model, if any, and for the engine and the decoder their placement."""
 
     component_name: str
     isvc_metadata: Mapping[str, Any]
     model: Model | None
+    placement: Placement | None = None
 
     def finish(self, holder: Mapping[str, Any], path: str, hint: str, readiness_probe: bool) -> dict[str, Any]:
         pod = assemble(holder, self.isvc_metadata, path, hint)
@@ -47,6 +49,8 @@ class Pods:
             add_model_volume(pod, self.model)
             if self.component_name in MODEL_COMPONENTS:
                 require_model_node(pod, self.model)
+        if self.placement is not None:  # after the model-ready label, as OME: both land
+            self.placement.place(pod)
         return with_defaults(pod, readiness_probe)
 
 

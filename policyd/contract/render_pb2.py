@@ -26,7 +26,7 @@ from policyd.contract import policy_pb2 as ome_dot_policy_dot_v1_dot_policy__pb2
 from policyd.contract import resources_pb2 as ome_dot_policy_dot_v1_dot_resources__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aome/policy/v1/render.proto\x12\rome.policy.v1\x1a\x1aome/policy/v1/policy.proto\x1a\x1dome/policy/v1/resources.proto\"\xee\x02\n\rRenderRequest\x12?\n\x11inference_service\x18\x01 \x01(\x0b\x32$.ome.policy.v1.InferenceServiceInput\x12&\n\x07runtime\x18\x02 \x01(\x0b\x32\x15.ome.policy.v1.Object\x12$\n\x05model\x18\x03 \x01(\x0b\x32\x15.ome.policy.v1.Object\x12Q\n\x13\x61\x63\x63\x65lerator_classes\x18\x04 \x03(\x0b\x32\x34.ome.policy.v1.RenderRequest.AcceleratorClassesEntry\x12\x13\n\x0b\x65ntry_index\x18\x05 \x01(\x05\x12+\n\x05modes\x18\x06 \x03(\x0b\x32\x1c.ome.policy.v1.ComponentMode\x1a\x39\n\x17\x41\x63\x63\x65leratorClassesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"1\n\x0eRenderResponse\x12\x0f\n\x07objects\x18\x01 \x03(\t\x12\x0e\n\x06\x65rrors\x18\x02 \x03(\t2X\n\x0fRendererService\x12\x45\n\x06Render\x12\x1c.ome.policy.v1.RenderRequest\x1a\x1d.ome.policy.v1.RenderResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aome/policy/v1/render.proto\x12\rome.policy.v1\x1a\x1aome/policy/v1/policy.proto\x1a\x1dome/policy/v1/resources.proto\"\xa8\x03\n\rRenderRequest\x12?\n\x11inference_service\x18\x01 \x01(\x0b\x32$.ome.policy.v1.InferenceServiceInput\x12&\n\x07runtime\x18\x02 \x01(\x0b\x32\x15.ome.policy.v1.Object\x12$\n\x05model\x18\x03 \x01(\x0b\x32\x15.ome.policy.v1.Object\x12Q\n\x13\x61\x63\x63\x65lerator_classes\x18\x04 \x03(\x0b\x32\x34.ome.policy.v1.RenderRequest.AcceleratorClassesEntry\x12\x13\n\x0b\x65ntry_index\x18\x05 \x01(\x05\x12+\n\x05modes\x18\x06 \x03(\x0b\x32\x1c.ome.policy.v1.ComponentMode\x12\x38\n\x19\x61\x63\x63\x65lerator_class_objects\x18\x07 \x03(\x0b\x32\x15.ome.policy.v1.Object\x1a\x39\n\x17\x41\x63\x63\x65leratorClassesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"1\n\x0eRenderResponse\x12\x0f\n\x07objects\x18\x01 \x03(\t\x12\x0e\n\x06\x65rrors\x18\x02 \x03(\t2X\n\x0fRendererService\x12\x45\n\x06Render\x12\x1c.ome.policy.v1.RenderRequest\x1a\x1d.ome.policy.v1.RenderResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,11 +36,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RENDERREQUEST_ACCELERATORCLASSESENTRY']._loaded_options = None
   _globals['_RENDERREQUEST_ACCELERATORCLASSESENTRY']._serialized_options = b'8\001'
   _globals['_RENDERREQUEST']._serialized_start=105
-  _globals['_RENDERREQUEST']._serialized_end=471
-  _globals['_RENDERREQUEST_ACCELERATORCLASSESENTRY']._serialized_start=414
-  _globals['_RENDERREQUEST_ACCELERATORCLASSESENTRY']._serialized_end=471
-  _globals['_RENDERRESPONSE']._serialized_start=473
-  _globals['_RENDERRESPONSE']._serialized_end=522
-  _globals['_RENDERERSERVICE']._serialized_start=524
-  _globals['_RENDERERSERVICE']._serialized_end=612
+  _globals['_RENDERREQUEST']._serialized_end=529
+  _globals['_RENDERREQUEST_ACCELERATORCLASSESENTRY']._serialized_start=472
+  _globals['_RENDERREQUEST_ACCELERATORCLASSESENTRY']._serialized_end=529
+  _globals['_RENDERRESPONSE']._serialized_start=531
+  _globals['_RENDERRESPONSE']._serialized_end=580
+  _globals['_RENDERERSERVICE']._serialized_start=582
+  _globals['_RENDERERSERVICE']._serialized_end=670
 # @@protoc_insertion_point(module_scope)

@@ -50,6 +50,7 @@ class RenderRequest(_message.Message):
     ACCELERATOR_CLASSES_FIELD_NUMBER: _builtins.int
     ENTRY_INDEX_FIELD_NUMBER: _builtins.int
     MODES_FIELD_NUMBER: _builtins.int
+    ACCELERATOR_CLASS_OBJECTS_FIELD_NUMBER: _builtins.int
     entry_index: _builtins.int
     """The supportedModelFormats entry policyd matched (RankedRuntime/ResolveResponse entry_index), -1 for none."""
     @_builtins.property
@@ -73,6 +74,13 @@ class RenderRequest(_message.Message):
         component without one, or with an error, is an error in the response.
         """
 
+    @_builtins.property
+    def accelerator_class_objects(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Object]:
+        """The AcceleratorClass objects named in accelerator_classes, as policyd's catalog holds them:
+        the renderer takes each engine's and decoder's placement from its class (nodeSelector,
+        affinity, resources) as OME does. A named class that is not here places nothing.
+        """
+
     def __init__(
         self,
         *,
@@ -82,10 +90,11 @@ class RenderRequest(_message.Message):
         accelerator_classes: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         entry_index: _builtins.int = ...,
         modes: _abc.Iterable[_policy_pb2.ComponentMode] | None = ...,
+        accelerator_class_objects: _abc.Iterable[_resources_pb2.Object] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["inference_service", b"inference_service", "model", b"model", "runtime", b"runtime"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "entry_index", b"entry_index", "inference_service", b"inference_service", "model", b"model", "modes", b"modes", "runtime", b"runtime"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_class_objects", b"accelerator_class_objects", "accelerator_classes", b"accelerator_classes", "entry_index", b"entry_index", "inference_service", b"inference_service", "model", b"model", "modes", b"modes", "runtime", b"runtime"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

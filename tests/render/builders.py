@@ -8,7 +8,7 @@ from typing import Any
 
 from testkit.shared import RULES
 
-from clients.renderer import RenderInput, RenderResult, render
+from clients.renderer.render import RenderInput, RenderResult, render
 from policyd.catalog.snapshot import Catalog
 from policyd.decision.orchestrator import effective
 from policyd.policy.revision import Revision, build_revision
@@ -52,6 +52,16 @@ def make_isvc(model: bool = True, labels: dict[str, str] | None = None, **spec: 
     }
 
 
+def make_accelerator_class(name: str = "nvidia-h100", **spec: Any) -> dict[str, Any]:
+    """An AcceleratorClass ``name``; ``spec`` replaces its discovery, resources, ..."""
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "AcceleratorClass",
+        "metadata": {"name": name},
+        "spec": {"vendor": "nvidia", "capabilities": {"memoryGB": "80Gi"}, **spec},
+    }
+
+
 def make_model(path: str | None = MODEL_PATH) -> dict[str, Any]:
     storage = {"storageUri": "hf://example/llama", **({"path": path} if path else {})}
     return {
@@ -85,10 +95,14 @@ def render_input(
     model: dict[str, Any] | None,
     classes: dict[str, str] | None = None,
     accelerator_config: Any = None,
+    class_objects: list[dict[str, Any]] | None = None,
 ) -> RenderInput:
-    """A render input with the modes policyd would decide."""
+    """A render input with the modes policyd would decide; ``class_objects``: the AcceleratorClass
+    manifests given with it."""
     modes, errors = policyd_modes(isvc, runtime)
-    return RenderInput(isvc, runtime, runtime["kind"], model, classes or {}, accelerator_config, modes, errors)
+    return RenderInput(
+        isvc, runtime, runtime["kind"], model, classes or {}, accelerator_config, modes, errors, class_objects or []
+    )
 
 
 def run(
@@ -96,9 +110,10 @@ def run(
     runtime: dict[str, Any],
     classes: dict[str, str] | None = None,
     accelerator_config: dict[str, Any] | None = None,
+    class_objects: list[dict[str, Any]] | None = None,
 ) -> RenderResult:
     model = make_model() if isvc["spec"].get("model") else None
-    return render(render_input(isvc, runtime, model, classes, accelerator_config))
+    return render(render_input(isvc, runtime, model, classes, accelerator_config, class_objects))
 
 
 def of_kind(result: RenderResult, kind: str) -> list[dict[str, Any]]:
