@@ -15,7 +15,7 @@ import yaml
 from google.protobuf import json_format
 
 from clients import channels
-from clients.decision import decide, from_catalog, placed_on, render_request
+from clients.decision import Manifests, decide, from_catalog, placed_on, render_request
 from clients.policyctl import inputs
 from clients.policyctl.connection import Caller, as_objects, renderer_stub
 from clients.policyctl.kinds import INFERENCE_SERVICE, object_name, short_kind
@@ -219,6 +219,23 @@ def _pin(isvc: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return data, lines
 
 
+def _inheritance(
+    call: Caller, catalog: pb.RequestCatalog, isvc: Mapping[str, Any], reply: pb.EffectiveResponse
+) -> tuple[dict[str, Any], list[str]]:
+    """What each declared component inherits from the runtime, as ``inheritance`` (for -o
+    json|yaml, spec 002), or the warning that says why it is not known."""
+    if not reply.HasField("selection"):
+        return {}, []
+    key = reply.selection.runtime
+    runtime = _manifests(call, catalog)(key.kind, key.namespace, key.name)
+    if runtime is None:  # gone from the catalog since policyd answered
+        return {}, [f"{object_name(key.kind, key.name)} is not in policyd's catalog: its inheritance is unknown"]
+    modes = {c.component: (c.mode, c.source) for c in reply.components}
+    from clients.policyctl.inheritance import inheritance  # the renderer's merge table loads the kubernetes client
+
+    return {"inheritance": inheritance(runtime, isvc, modes)}, []
+
+
 def effective(args: argparse.Namespace) -> Result:
     call = caller(args)
     subject, others = _subject(args)
@@ -226,6 +243,8 @@ def effective(args: argparse.Namespace) -> Result:
     pin, pin_lines = _pin(subject)
     request = pb.EffectiveRequest(inference_service=isvc, catalog=catalog, lookup=args.lookup)
     reply: pb.EffectiveResponse = call("Effective", request)
+    # read from the runtime's manifest, which only -o json|yaml shows: no call for the table
+    inherits, unknown = _inheritance(call, catalog, subject, reply) if shows_answer(args.output) else ({}, [])
     errors = [f"{e.field}: {e.message}" if e.field else e.message for e in reply.errors]
     if not reply.runtime and not errors:  # the daemon's errors say why there is none; this only when they do not
         errors = ["no runtime: none is named, and none can be selected (see policyctl select)"]
@@ -234,13 +253,13 @@ def effective(args: argparse.Namespace) -> Result:
     if reply.HasField("diffusers_backend"):
         footer += ["", diffusers_backend_text(reply.diffusers_backend)]
     return Result(
-        {**as_dict(reply), **pin},
+        {**as_dict(reply), **pin, **inherits},
         [Column("COMPONENT"), Column("MODE"), Column("SET BY"), Column("ERROR", wide=True)],
         rows,
         title=f"RUNTIME {short_kind(reply.runtime_kind)}/{reply.runtime}" if reply.runtime else "RUNTIME <none>",
         footer="\n".join(footer),
         names=[object_name(reply.runtime_kind, reply.runtime)] if reply.runtime else [],
-        warnings=call.warnings,
+        warnings=[*call.warnings, *unknown],
         errors=errors,
         code=1 if errors else 0,
     )
@@ -281,13 +300,8 @@ def diffusers_backend_text(backend: pb.DiffusersBackend) -> str:
     return "\n".join(lines)
 
 
-def render(args: argparse.Namespace) -> Result:
-    """Decide with policyd, then render with the renderer sidecar."""
-    call = caller(args)
-    isvc, catalog = _request(args)
-    decision = decide(call, json.loads(isvc.manifest), catalog, args.lookup)
-    if decision.problem:
-        return Result(None, errors=[decision.problem], code=1, warnings=call.warnings)
+def _manifests(call: Caller, catalog: pb.RequestCatalog) -> Manifests:
+    """Objects as policyd decided from them: the request's own, else its catalog's."""
     local = {
         (d["kind"], (d.get("metadata") or {}).get("name")): d for d in (json.loads(o.manifest) for o in catalog.objects)
     }
@@ -296,7 +310,17 @@ def render(args: argparse.Namespace) -> Result:
     def manifests(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return local.get((kind, name)) or in_catalog(kind, namespace, name)
 
-    request = render_request(decision, manifests, placed_on(args.accelerator_class))
+    return manifests
+
+
+def render(args: argparse.Namespace) -> Result:
+    """Decide with policyd, then render with the renderer sidecar."""
+    call = caller(args)
+    isvc, catalog = _request(args)
+    decision = decide(call, json.loads(isvc.manifest), catalog, args.lookup)
+    if decision.problem:
+        return Result(None, errors=[decision.problem], code=1, warnings=call.warnings)
+    request = render_request(decision, _manifests(call, catalog), placed_on(args.accelerator_class))
     try:
         reply = renderer_stub(args.renderer, channels.of(args)).Render(request)
     except TlsFault as err:  # (before UNAVAILABLE, which it also is: the two ends' TLS disagree)

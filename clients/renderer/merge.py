@@ -9,23 +9,56 @@ engine / decoder / router: where both set a value, the InferenceService's wins.
 - Everything else, args, command and tolerations included, is replaced whole.
 - The runner (and each leader's and worker's) is one container: the InferenceService's merges
   into the runtime's whatever its name, and a name it sets is a single value like the image.
+
+The rules are a table (CONFIG_FIELDS, RUNNER_FIELDS), which ``policyctl effective`` reads too
+to say what a component inherits from its runtime.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from clients.renderer.parts import DEFAULT_RUNNER_NAME, PARTS, pod_fields
 
-Merger = Callable[[Any, Any], Any]
+
+@dataclass(frozen=True)
+class ByKey:
+    """A map merged key by key."""
+
+
+@dataclass(frozen=True)
+class ByItem:
+    """A list merged item by item, items matched by ``key`` (a string or a number)."""
+
+    key: str
+
+
+Fields = dict[str, "ByKey | ByItem | Fields"]  # the fields merged part by part; the others replaced whole
+
+RUNNER_FIELDS: Fields = {
+    "env": ByItem("name"),
+    "ports": ByItem("containerPort"),
+    "volumeMounts": ByItem("mountPath"),
+    "resources": {"requests": ByKey(), "limits": ByKey()},
+}
+CONFIG_FIELDS: Fields = {
+    "labels": ByKey(),
+    "annotations": ByKey(),
+    "nodeSelector": ByKey(),
+    "volumes": ByItem("name"),
+    "runner": RUNNER_FIELDS,
+}
+# Leaders and workers merge by the same rules as the component that holds them.
+CONFIG_FIELDS.update({part: CONFIG_FIELDS for part in PARTS})
 
 
 def merge_config(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """A component (or leader, or worker) config with ``over`` on top of ``base``. Shares
     nothing with its inputs. A null in ``over`` counts as unset."""
-    return _merge_fields(base, over, _CONFIG_RULES)
+    return _merge_fields(base, over, CONFIG_FIELDS)
 
 
 def merge_component(runtime_config: Mapping[str, Any] | None, isvc_component: Mapping[str, Any]) -> dict[str, Any]:
@@ -41,7 +74,7 @@ def merge_component(runtime_config: Mapping[str, Any] | None, isvc_component: Ma
 
 def merge_container(container: Mapping[str, Any], runner: Mapping[str, Any]) -> dict[str, Any]:
     """A pod's container of the runner's name with the runner merged on top, by the runner's rules."""
-    return _merge_fields(container, runner, _RUNNER_RULES)
+    return _merge_fields(container, runner, RUNNER_FIELDS)
 
 
 def fold_into_parts(component: Mapping[str, Any]) -> dict[str, Any]:
@@ -76,67 +109,46 @@ def _copy(value: Any) -> Any:
     return value if kind in _SCALARS else copy.deepcopy(value)
 
 
-def _merge_fields(base: Mapping[str, Any], over: Mapping[str, Any], rules: Mapping[str, Merger]) -> dict[str, Any]:
+def _merge_fields(base: Mapping[str, Any], over: Mapping[str, Any], fields: Fields) -> dict[str, Any]:
     out = {key: _copy(value) for key, value in base.items()}
     for key, value in over.items():
         if value is None:
             continue
-        rule = rules.get(key)
-        out[key] = rule(out[key], value) if rule and out.get(key) is not None else _copy(value)
+        grain = fields.get(key)
+        out[key] = _merge(out[key], value, grain) if grain is not None and out.get(key) is not None else _copy(value)
     return out
 
 
-def _merge_map(base: Any, over: Any) -> Any:
-    if isinstance(base, Mapping) and isinstance(over, Mapping):
-        return {**base, **_copy(dict(over))}
+def _merge(base: Any, over: Any, grain: ByKey | ByItem | Fields) -> Any:
+    """``over`` on ``base`` by the field's rule; a value of another shape than the rule expects
+    replaces it whole."""
+    if isinstance(grain, ByKey):
+        if isinstance(base, Mapping) and isinstance(over, Mapping):
+            return {**base, **_copy(dict(over))}
+    elif isinstance(grain, ByItem):
+        if isinstance(base, list) and isinstance(over, list):
+            return _merge_items(base, over, grain.key)
+    elif isinstance(base, Mapping) and isinstance(over, Mapping):
+        return _merge_fields(base, over, grain)
     return _copy(over)
 
 
-def _keyed(key: str) -> Merger:
-    def key_of(item: Any) -> str | int | None:
-        value = item.get(key) if isinstance(item, Mapping) else None
-        return value if isinstance(value, str | int) else None
-
-    def merge(base: Any, over: Any) -> Any:
-        if not (isinstance(base, list) and isinstance(over, list)):
-            return _copy(over)
-        out = list(base)
-        where = {key_of(item): i for i, item in enumerate(out) if key_of(item) is not None}
-        for item in over:
-            found = where.get(key_of(item))
-            if found is None:
-                if key_of(item) is not None:
-                    where[key_of(item)] = len(out)
-                out.append(_copy(item))
-            else:
-                out[found] = _copy(item)
-        return out
-
-    return merge
+def item_key(item: Any, key: str) -> str | int | None:
+    """An item's key as the merge matches it: a string or a number."""
+    value = item.get(key) if isinstance(item, Mapping) else None
+    return value if isinstance(value, str | int) else None
 
 
-def _with_rules(rules: Mapping[str, Merger]) -> Merger:
-    def merge(base: Any, over: Any) -> Any:
-        if isinstance(base, Mapping) and isinstance(over, Mapping):
-            return _merge_fields(base, over, rules)
-        return _copy(over)
-
-    return merge
-
-
-_RESOURCES_RULES: dict[str, Merger] = {"requests": _merge_map, "limits": _merge_map}
-_RUNNER_RULES: dict[str, Merger] = {
-    "env": _keyed("name"),
-    "ports": _keyed("containerPort"),
-    "volumeMounts": _keyed("mountPath"),
-    "resources": _with_rules(_RESOURCES_RULES),
-}
-_CONFIG_RULES: dict[str, Merger] = {
-    "labels": _merge_map,
-    "annotations": _merge_map,
-    "nodeSelector": _merge_map,
-    "volumes": _keyed("name"),
-    "runner": _with_rules(_RUNNER_RULES),
-}
-# Leaders and workers merge by the same rules as the component that holds them.
-_CONFIG_RULES.update({part: _with_rules(_CONFIG_RULES) for part in PARTS})
+def _merge_items(base: list[Any], over: list[Any], key: str) -> list[Any]:
+    out = list(base)
+    where = {k: i for i, item in enumerate(out) if (k := item_key(item, key)) is not None}
+    for item in over:
+        k = item_key(item, key)
+        found = where.get(k) if k is not None else None
+        if found is None:
+            if k is not None:
+                where[k] = len(out)
+            out.append(_copy(item))
+        else:
+            out[found] = _copy(item)
+    return out

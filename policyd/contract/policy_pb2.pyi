@@ -624,6 +624,7 @@ class EffectiveResponse(_message.Message):
     ERRORS_FIELD_NUMBER: _builtins.int
     REVISIONS_FIELD_NUMBER: _builtins.int
     DIFFUSERS_BACKEND_FIELD_NUMBER: _builtins.int
+    SELECTION_FIELD_NUMBER: _builtins.int
     runtime: _builtins.str
     runtime_kind: _builtins.str
     @_builtins.property
@@ -638,6 +639,10 @@ class EffectiveResponse(_message.Message):
     def diffusers_backend(self) -> Global___DiffusersBackend:
         """Set when the runtime's engine runs vLLM-Omni with --diffusion-load-format diffusers."""
 
+    @_builtins.property
+    def selection(self) -> Global___RuntimeSelection:
+        """How the runtime was chosen and why; unset without a runtime."""
+
     def __init__(
         self,
         *,
@@ -647,14 +652,101 @@ class EffectiveResponse(_message.Message):
         errors: _abc.Iterable[Global___Rejection] | None = ...,
         revisions: Global___Revisions | None = ...,
         diffusers_backend: Global___DiffusersBackend | None = ...,
+        selection: Global___RuntimeSelection | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["diffusers_backend", b"diffusers_backend", "revisions", b"revisions"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["diffusers_backend", b"diffusers_backend", "revisions", b"revisions", "selection", b"selection"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["components", b"components", "diffusers_backend", b"diffusers_backend", "errors", b"errors", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["components", b"components", "diffusers_backend", b"diffusers_backend", "errors", b"errors", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind", "selection", b"selection"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___EffectiveResponse: _TypeAlias = EffectiveResponse  # noqa: Y015
+
+@_typing.final
+class RuntimeSelection(_message.Message):
+    """How an Effective answer's runtime was chosen: named in spec.runtime.name (judged as Resolve
+    judges it), or selected by policyd (the first of Select's ranking).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUNTIME_FIELD_NUMBER: _builtins.int
+    NAMED_FIELD_NUMBER: _builtins.int
+    DECIDED_BY_FIELD_NUMBER: _builtins.int
+    RANK_KEY_FIELD_NUMBER: _builtins.int
+    RUNNER_UP_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    RUNNER_UP_VALUE_FIELD_NUMBER: _builtins.int
+    SELECTABLE_FIELD_NUMBER: _builtins.int
+    ENTRY_INDEX_FIELD_NUMBER: _builtins.int
+    ENTRY_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    COMPATIBLE_FIELD_NUMBER: _builtins.int
+    REASONS_FIELD_NUMBER: _builtins.int
+    named: _builtins.bool
+    """Whether spec.runtime.name names it (found in EffectiveRequest.lookup's order); else selected."""
+    decided_by: _builtins.str
+    """What decided: "spec.runtime.name" (named); "ranking" (the first of several selectable
+    runtimes: rank_key says on which key it beats runner_up); "only-selectable" (no other
+    runtime in scope is selectable: Explain gives each one's reason).
+    """
+    rank_key: _builtins.str
+    """ranking: the first key of the rules' ranking (rules/90-selection.yaml) on which it ranks
+    ahead of runner_up (kind, score, size_distance, or name when they tie on every other key),
+    with its value and runner_up's.
+    """
+    value: _builtins.str
+    runner_up_value: _builtins.str
+    selectable: _builtins.int
+    """Selected: how many runtimes were selectable; 0 when named."""
+    entry_index: _builtins.int
+    """The supportedModelFormats entry matched (its acceleratorConfig applies), -1 when none, and
+    that entry (its priority included).
+    """
+    score: _builtins.int
+    """Selected: the score it ranked by; 0 when named."""
+    compatible: _builtins.bool
+    """Whether it declares support for the model (a named runtime is used even when it does not);
+    true without spec.model, as OME does no model work then.
+    """
+    @_builtins.property
+    def runtime(self) -> Global___ObjectKey:
+        """The runtime; no namespace for a ClusterServingRuntime."""
+
+    @_builtins.property
+    def runner_up(self) -> Global___ObjectKey: ...
+    @_builtins.property
+    def entry(self) -> _resources_pb2.SupportedModelFormat: ...
+    @_builtins.property
+    def reasons(self) -> _containers.RepeatedCompositeFieldContainer[Global___Reason]:
+        """The rules' reasons about it: when it does not declare support, why (as Resolve's reason);
+        then the advisories of rules with effect advise.
+        """
+
+    def __init__(
+        self,
+        *,
+        runtime: Global___ObjectKey | None = ...,
+        named: _builtins.bool = ...,
+        decided_by: _builtins.str = ...,
+        rank_key: _builtins.str = ...,
+        runner_up: Global___ObjectKey | None = ...,
+        value: _builtins.str = ...,
+        runner_up_value: _builtins.str = ...,
+        selectable: _builtins.int = ...,
+        entry_index: _builtins.int = ...,
+        entry: _resources_pb2.SupportedModelFormat | None = ...,
+        score: _builtins.int = ...,
+        compatible: _builtins.bool = ...,
+        reasons: _abc.Iterable[Global___Reason] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entry", b"entry", "runner_up", b"runner_up", "runtime", b"runtime"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["compatible", b"compatible", "decided_by", b"decided_by", "entry", b"entry", "entry_index", b"entry_index", "named", b"named", "rank_key", b"rank_key", "reasons", b"reasons", "runner_up", b"runner_up", "runner_up_value", b"runner_up_value", "runtime", b"runtime", "score", b"score", "selectable", b"selectable", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RuntimeSelection: _TypeAlias = RuntimeSelection  # noqa: Y015
 
 @_typing.final
 class DecideRequest(_message.Message):

@@ -12,7 +12,7 @@ from policyd.backends import BACKENDS, Backend
 from policyd.catalog.snapshot import Catalog, make_key
 from policyd.decision.candidates import Planner, index_for, selectable_candidates
 from policyd.decision.lookup import lookup
-from policyd.decision.ranking import rank
+from policyd.decision.ranking import deciding_key, rank
 from policyd.decision.shared import KeptRows, NamedVerdicts, SharedVerdicts
 from policyd.decision.verdicts import RuntimeVerdict, Verdict, reasons
 from policyd.errors import InvalidInput
@@ -101,11 +101,32 @@ class BackendEffect(Generic[E]):
 
 
 @dataclass(frozen=True)
+class Choice:
+    """How Effective came to its runtime: named in spec.runtime.name (judged as Resolve judges
+    it), or selected, the first of Select's ranking."""
+
+    chosen: RuntimeVerdict
+    named: bool
+    entry_index: int  # the matched entry, -1 when none (a named runtime the request refuses)
+    compatible: bool  # whether it declares support for the model (True without one: no model work)
+    reasons: tuple[Reason, ...]  # why it does not declare support, then its advisories
+    selectable: int = 0  # selected: how many runtimes could be
+    runner_up: RuntimeVerdict | None = None  # selected: the second of the ranking
+    # selected, with a runner-up: the ranking key it wins on, its value and the runner-up's
+    decided: tuple[str, Any, Any] | None = None
+
+    @property
+    def decided_by(self) -> str:
+        return "spec.runtime.name" if self.named else "ranking" if self.runner_up else "only-selectable"
+
+
+@dataclass(frozen=True)
 class Effective:
     runtime: ServingRuntime | None
     modes: tuple[ComponentMode, ...]
     errors: tuple[Refusal, ...]
     backends: tuple[BackendEffect[Any], ...] = ()  # each registered backend the engine runs
+    choice: Choice | None = None  # with a runtime
 
 
 @dataclass(frozen=True)
@@ -471,18 +492,40 @@ def effective(
     subject = _subject(catalog, isvc, mode)
     base = subject_record(subject)
     errors = _admission(revision, subject, base)
-    runtime: ServingRuntime | None = None
+    choice: Choice | None = None
     if isvc.runtime is not None:
-        runtime = lookup(catalog, isvc, mode)
+        resolution = resolve_reviewed(revision, catalog, subject, base, errors, mode, fast=fast)
+        if resolution.verdict is not None:
+            choice = _named_choice(resolution.verdict, resolution.entry_index, subject.model is not None)
     elif not errors and subject.model is not None:
         selection = _select(revision, catalog, subject, base, fast)
-        runtime = selection.ranking[0].runtime if selection.ranking else None
+        choice = _selected_choice(selection.ranking, revision) if selection.ranking else None
         errors.extend([selection.refusal] if selection.refusal else [])
-    return _effective_on(revision, subject, base, runtime, errors)
+    runtime = choice.chosen.runtime if choice else None
+    return _effective_on(revision, subject, base, runtime, errors, choice)
+
+
+def _named_choice(verdict: RuntimeVerdict, entry_index: int, with_model: bool) -> Choice:
+    if not with_model:  # OME does no model work: there is no support to declare
+        return Choice(verdict, True, entry_index, True, ())
+    said = (verdict.compat_reason,) if verdict.compat_reason is not None else ()
+    return Choice(verdict, True, entry_index, verdict.compatible, (*said, *verdict.advisories))
+
+
+def _selected_choice(ranking: Sequence[RuntimeVerdict], revision: Revision) -> Choice:
+    top = ranking[0]
+    runner_up = ranking[1] if len(ranking) > 1 else None
+    decided = deciding_key(top, runner_up, revision.policy.ranking) if runner_up else None
+    return Choice(top, False, top.entry_index, True, top.advisories, len(ranking), runner_up, decided)
 
 
 def _effective_on(
-    revision: Revision, subject: Subject, base: Record, runtime: ServingRuntime | None, errors: list[Refusal]
+    revision: Revision,
+    subject: Subject,
+    base: Record,
+    runtime: ServingRuntime | None,
+    errors: list[Refusal],
+    choice: Choice | None = None,
 ) -> Effective:
     """Effective's answer once the runtime OME uses is known; ``errors`` are the request's."""
     policy = revision.policy
@@ -506,7 +549,7 @@ def _effective_on(
             )
         )
     backends = _backends(revision, subject, base, runtime, isvc.runtime is not None) if runtime else ()
-    return Effective(runtime, tuple(modes), tuple(errors), backends)
+    return Effective(runtime, tuple(modes), tuple(errors), backends, choice)
 
 
 def decide(

@@ -13,7 +13,7 @@ import grpc
 from google.protobuf.message import Message
 
 from policyd import metadata
-from policyd.catalog.snapshot import Catalog
+from policyd.catalog.snapshot import Catalog, key_of
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
@@ -84,6 +84,28 @@ def _modes(result: decide.Effective) -> list[pb.ComponentMode]:
         pb.ComponentMode(component=m.component, mode=m.mode, source=m.source, error=responses.rejection(m.error))
         for m in result.modes
     ]
+
+
+def _selection(choice: decide.Choice) -> pb.RuntimeSelection:
+    """How Effective's runtime was chosen, as the contract has it."""
+    runtime = choice.chosen.runtime
+    out = pb.RuntimeSelection(
+        runtime=object_key(key_of(runtime)),
+        named=choice.named,
+        decided_by=choice.decided_by,
+        selectable=choice.selectable,
+        entry_index=choice.entry_index,
+        score=0 if choice.named else choice.chosen.score,
+        compatible=choice.compatible,
+        reasons=[r for reason in choice.reasons if (r := responses.reason(reason)) is not None],
+    )
+    if 0 <= choice.entry_index < len(runtime.entries):
+        out.entry.CopyFrom(responses.entry(runtime.entries[choice.entry_index]))
+    if choice.runner_up is not None and choice.decided is not None:
+        out.rank_key, value, runner_up_value = choice.decided
+        out.value, out.runner_up_value = str(value), str(runner_up_value)
+        out.runner_up.CopyFrom(object_key(key_of(choice.runner_up.runtime)))
+    return out
 
 
 def object_change(change: Change) -> pb.ObjectChange:
@@ -339,6 +361,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             errors=[r for e in result.errors if (r := responses.rejection(e)) is not None],
             revisions=self._revisions(revision, catalog),
         )
+        if result.choice is not None:
+            answer.selection.CopyFrom(_selection(result.choice))
         responses.put_backends(answer, result.backends)
         return answer
 

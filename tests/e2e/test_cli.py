@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 
 import yaml
+from testkit.shared import CATALOG
 
 from policyd.policy.loader import load_policy
 
@@ -15,9 +16,11 @@ from .conftest import Files
 from .support import (
     MODEL_NAME,
     NAMESPACE,
+    ROOT,
     RULES,
     RUNTIME_70B,
     RUNTIME_NAME,
+    isvc_manifest,
     last_line,
     no_traceback,
     policyctl,
@@ -132,6 +135,147 @@ def test_effective_modes(daemon: str, files: Files) -> None:
     assert lines[0] == f"RUNTIME SR/{RUNTIME_NAME}"
     assert re.split(r" {2,}", lines[1]) == ["COMPONENT", "MODE", "SET BY"]
     assert re.split(r" {2,}", lines[2]) == ["engine", "RawDeployment", "default"]
+
+
+def test_effective_json_names_the_selected_runtime_and_the_rule_that_decided(
+    daemon: str, files: Files, tmp_path: Path
+) -> None:
+    result = policyctl("effective", "-f", str(files.isvc), "-o", "json", address=daemon)
+    succeeded(result)
+    selection = json.loads(result.stdout)["selection"]
+    assert selection["runtime"] == {"kind": "ServingRuntime", "namespace": NAMESPACE, "name": RUNTIME_NAME}
+    assert (selection["named"], selection["decidedBy"], selection["selectable"]) == (False, "only-selectable", 1)
+    assert (selection["entryIndex"], selection["entry"]["priority"], selection["score"]) == (0, 1, 2)
+    assert (selection["compatible"], selection["reasons"], selection["rankKey"]) == (True, [], "")
+    # a second selectable runtime, a ClusterServingRuntime: the ServingRuntime ranks first on kind
+    rival = spec_manifest("004", "ServingRuntime", RUNTIME_NAME)
+    rival["kind"], rival["metadata"] = "ClusterServingRuntime", {"name": "aaa-rival"}
+    objects = write_yaml(tmp_path / "rival.yaml", rival)
+    result = policyctl("effective", "-f", str(files.isvc), "--objects", str(objects), "-o", "yaml", address=daemon)
+    succeeded(result)
+    selection = yaml.safe_load(result.stdout)["selection"]
+    assert (selection["runtime"]["name"], selection["decidedBy"], selection["selectable"]) == (
+        RUNTIME_NAME,
+        "ranking",
+        2,
+    )
+    assert selection["runnerUp"] == {"kind": "ClusterServingRuntime", "namespace": "", "name": "aaa-rival"}
+    assert (selection["rankKey"], selection["value"], selection["runnerUpValue"]) == (
+        "kind",
+        "ServingRuntime",
+        "ClusterServingRuntime",
+    )
+
+
+def test_effective_json_shows_what_each_component_inherits_from_the_runtime(
+    daemon: str, files: Files, tmp_path: Path
+) -> None:
+    engine = {
+        "annotations": {"team": "serving"},
+        "tolerations": [],
+        "runner": {"image": "example.com/sglang:dev", "resources": {"limits": {"nvidia.com/gpu": "2"}}},
+    }
+    isvc = write_yaml(tmp_path / "isvc.yaml", isvc_manifest(engine=engine, router={}))
+    result = policyctl("effective", "-f", str(isvc), "-o", "json", address=daemon)
+    succeeded(result)
+    inheritance = json.loads(result.stdout)["inheritance"]
+    assert list(inheritance) == ["engine", "router"]
+    assert inheritance["engine"]["overridden"] == [
+        "runner.image",
+        "runner.resources.limits[nvidia.com/gpu]",
+        "tolerations",
+    ]
+    assert inheritance["engine"]["inherited"] == [
+        "runner.args",
+        "runner.command",
+        "runner.name",  # the InferenceService's runner merges into the runtime's, whatever its name
+        "runner.ports[8080]",
+        "runner.readinessProbe",
+        "runner.resources.limits[cpu]",
+        "runner.resources.limits[memory]",
+        "runner.resources.requests[cpu]",
+        "runner.resources.requests[memory]",
+        "runner.resources.requests[nvidia.com/gpu]",
+        "runner.startupProbe",
+        "runner.volumeMounts[/dev/shm]",
+        "volumes[dshm]",
+    ]
+    assert {k: v for k, v in inheritance["engine"].items() if k not in ("inherited", "overridden")} == {
+        "runtimeConfig": "engineConfig",
+        "mode": "RawDeployment",
+        "modeSource": "default",
+    }
+    # the runtime has no routerConfig: the router inherits nothing
+    assert inheritance["router"] == {
+        "runtimeConfig": "routerConfig",
+        "mode": "RawDeployment",
+        "modeSource": "default",
+        "inherited": [],
+        "overridden": [],
+    }
+    table = policyctl("effective", "-f", str(isvc), address=daemon)
+    succeeded(table)
+    assert "inherit" not in table.stdout.lower()  # the table stays as it was: -o json|yaml only
+
+
+def test_effective_json_of_spec_002s_named_runtime_says_it_was_named_and_what_the_engine_inherits(
+    daemon: str, tmp_path: Path
+) -> None:
+    # spec 002's example: the ClusterServingRuntime and the model from the OME catalog, with the
+    # fields the model agent records
+    model = yaml.safe_load((CATALOG / "models" / "meta" / "Llama-3.2-1B-Instruct.yaml").read_text())
+    model["spec"].update(
+        modelFormat={"name": "safetensors", "version": "1.0.0"},
+        modelFramework={"name": "transformers", "version": "4.45.0.dev0"},
+        modelArchitecture="LlamaForCausalLM",
+        modelParameterSize="1.24B",
+    )
+    isvc = ROOT / "examples" / "inferenceservices" / "llama-3-2-1b-named.yaml"  # spec 002's, as printed
+    runtime = CATALOG / "runtimes" / "srt" / "meta" / "llama-3-2-1b-instruct-rt.yaml"
+    objects = ["--objects", str(runtime), "--objects", str(write_yaml(tmp_path / "model.yaml", model))]
+    result = policyctl("effective", "-f", str(isvc), *objects, "-o", "yaml", address=daemon)
+    succeeded(result)
+    answer = yaml.safe_load(result.stdout)
+    selection = answer["selection"]
+    assert selection["runtime"] == {
+        "kind": "ClusterServingRuntime",
+        "namespace": "",
+        "name": "srt-llama-3-2-1b-instruct",
+    }
+    assert (selection["named"], selection["decidedBy"], selection["selectable"], selection["score"]) == (
+        True,
+        "spec.runtime.name",
+        0,
+        0,
+    )
+    assert (selection["entryIndex"], selection["entry"]["autoSelect"], selection["entry"]["priority"]) == (0, False, 1)
+    assert (selection["compatible"], selection["reasons"]) == (True, [])
+    assert list(answer["inheritance"]) == ["engine"]  # no router is declared: the routerConfig goes unused
+    engine = answer["inheritance"]["engine"]
+    assert engine["overridden"] == []  # spec 002's engine sets only its replicas, which the runtime leaves
+    assert {
+        "annotations[prometheus.io/scrape]",
+        "labels[logging-forward]",
+        "runner.image",
+        "runner.resources.limits[nvidia.com/gpu]",
+        "tolerations",
+        "volumes[dshm]",
+    } <= set(engine["inherited"])
+    table = policyctl("effective", "-f", str(isvc), *objects, address=daemon)
+    succeeded(table)
+    assert table.stdout.splitlines()[0] == "RUNTIME CSR/srt-llama-3-2-1b-instruct"
+
+
+def test_effective_json_gives_the_rule_by_which_a_named_runtime_does_not_declare_support(
+    daemon: str, files: Files
+) -> None:
+    result = policyctl("effective", "-f", str(files.isvc_named_70b), "-o", "json", address=daemon)
+    succeeded(result)
+    selection = json.loads(result.stdout)["selection"]
+    assert (selection["named"], selection["compatible"]) == (True, False)
+    (reason,) = selection["reasons"]
+    assert (reason["ruleId"], reason["message"]) == ("supported-formats", FORMAT_REASON)
+    assert [p["ruleId"] for p in reason["parts"]] == ["framework-version-mismatch"]
 
 
 def test_status(daemon: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from clients.policyctl.conformance.paths import check
-from clients.renderer import RenderInput, render
+from clients.renderer.render import RenderInput, render
 
 from .builders import UID, render_input
 from .schemas import schema_errors
