@@ -299,7 +299,9 @@ class Kube:
                 continue
             answer = resource.get(label_selector=LABEL_ISVC, serialize=False)
             for item in json.loads(answer.data).get("items") or []:
+                # a list's items come without them, and readiness reads both
                 item.setdefault("kind", kind)
+                item.setdefault("apiVersion", api_version)
                 found.append(item)
         return found
 

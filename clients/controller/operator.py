@@ -92,9 +92,10 @@ def registry(controller: Controller, queue: WorkQueue) -> kopf.OperatorRegistry:
         group, _, version = api_version.rpartition("/")
         plural = OWNED_PLURALS[kind]
 
-        def observe_owned(event: kopf.RawEvent, kind: str = kind, **_: Any) -> None:
+        def observe_owned(event: kopf.RawEvent, kind: str = kind, api_version: str = api_version, **_: Any) -> None:
             obj = dict(event["object"])
-            obj.setdefault("kind", kind)
+            obj.setdefault("kind", kind)  # objects of a listing come without them
+            obj.setdefault("apiVersion", api_version)
             for key in controller.observe_owned(event["type"], obj):
                 queue.add(key)
 

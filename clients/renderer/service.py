@@ -10,6 +10,7 @@ from typing import Any
 
 import grpc
 
+from clients.renderer.external_service import external_service
 from clients.renderer.render import RenderInput, render
 from policyd.contract import policy_pb2, render_pb2_grpc
 from policyd.contract import render_pb2 as pb
@@ -90,4 +91,9 @@ class RendererServicer(render_pb2_grpc.RendererServiceServicer):
             request_id = uuid.uuid4().hex[:16]
             log.exception("internal error", extra={"rpc": "Render", "request_id": request_id})
             context.abort(grpc.StatusCode.INTERNAL, f"internal error; see the renderer log for request id {request_id}")
-        return pb.RenderResponse(objects=[json.dumps(o, sort_keys=True) for o in result.objects], errors=result.errors)
+        objects = list(result.objects)
+        # beside the components' objects, the Service clients reach the InferenceService by
+        reached_by = external_service(inp.inference_service, objects)
+        if reached_by is not None:
+            objects.append(reached_by)
+        return pb.RenderResponse(objects=[json.dumps(o, sort_keys=True) for o in objects], errors=result.errors)

@@ -109,7 +109,9 @@ class RenderResponse(_message.Message):
     @_builtins.property
     def objects(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Rendered Kubernetes objects, each as JSON text: for each component (engine, decoder,
-        router) every object OME creates for it, in OME's order, owned by the InferenceService.
+        router) every object OME creates for it, in OME's order, then the Service clients reach the
+        InferenceService by (named after it; OME's install default, ingress creation disabled); all
+        owned by the InferenceService.
         """
 
     @_builtins.property

@@ -147,8 +147,13 @@ def test_spec_001_a_multinode_runtime_is_rendered_as_a_leaderworkerset(world: Wo
         eventually(lambda: resolved(world, "llama-3-70b"), what="RuntimeResolved")
         # OME names the LeaderWorkerSet lws-<component name>, with a Service to its leaders
         # the two are applied one after the other: wait for both
-        workloads = eventually(lambda: found if len(found := world.workloads("llama-3-70b")) >= 2 else None)
-        assert [kind for kind, _ in workloads] == ["Service", "LeaderWorkerSet"]
+        workloads = eventually(lambda: found if len(found := world.workloads("llama-3-70b")) >= 3 else None)
+        # and the Service clients reach the InferenceService by, named after it
+        assert list(workloads) == [
+            ("Service", "llama-3-70b"),
+            ("Service", "llama-3-70b-engine"),
+            ("LeaderWorkerSet", "lws-llama-3-70b-engine"),
+        ]
         lws = workloads[("LeaderWorkerSet", "lws-llama-3-70b-engine")]
         assert lws["metadata"]["labels"]["serving-runtime"] == MULTINODE_RUNTIME
         assert lws["spec"]["leaderWorkerTemplate"]["size"] >= 2
@@ -193,8 +198,9 @@ def test_a_disabled_named_runtime_is_a_runtime_validation_error_and_the_workload
     with running(world):
         world.apply(named_isvc())
         eventually(lambda: resolved(world, NAMED_ISVC))
-        # all four applied (Deployment, Service, HorizontalPodAutoscaler, PodDisruptionBudget), not the first
-        before = eventually(lambda: (found := world.workloads(NAMED_ISVC)) and len(found) == 4 and found)
+        # all five applied (Deployment, Service, HorizontalPodAutoscaler, PodDisruptionBudget, and the
+        # Service named after the InferenceService), not the first
+        before = eventually(lambda: (found := world.workloads(NAMED_ISVC)) and len(found) == 5 and found)
         disabled = named_runtime()
         disabled["spec"]["disabled"] = True
         world.apply(disabled)
@@ -205,7 +211,9 @@ def test_a_disabled_named_runtime_is_a_runtime_validation_error_and_the_workload
         assert "is disabled" in condition["message"]
         (event,) = world.events(NAMED_ISVC, "RuntimeValidationError")
         assert event.message == condition["message"]
-        assert world.workloads(NAMED_ISVC) == before
+        assert {k: as_written(v) for k, v in world.workloads(NAMED_ISVC).items()} == {
+            k: as_written(v) for k, v in before.items()
+        }
 
 
 def test_the_objects_of_a_component_no_longer_declared_are_deleted(world: World) -> None:

@@ -67,6 +67,11 @@ def test_spec_002_kubectl_wait_for_ready_returns_and_the_pods_run_on_gpu_nodes_w
         shown = dict(zip(columns[0].split(), columns[1].split(), strict=False))
         assert shown["READY"] == "True"
         assert shown["URL"] == f"http://{NAMED_ISVC}.llama-demo.svc.cluster.local:8080"
+        # the URL's Service: named after the InferenceService, selecting the engine's pods
+        selector = cluster.kubectl(
+            "get", "service", NAMED_ISVC, "-n", "llama-demo", "-o", "jsonpath={.spec.selector.component}"
+        ).stdout  # fmt: skip
+        assert selector == "engine"
         pods = cluster.kubectl(
             "get", "pods", "-n", "llama-demo", "-l", f"ome.io/inferenceservice={NAMED_ISVC}", "--no-headers",
             "-o", "custom-columns=COMPONENT:.metadata.labels.component,RUNTIME:.metadata.labels.serving-runtime,"
@@ -127,12 +132,17 @@ def test_an_engine_whose_pods_cannot_be_scheduled_is_not_ready_with_the_schedule
     with running(world):
         kubectl_apply(cluster, named_isvc())
         engine_ready = eventually(
-            lambda: (c := condition(world, NAMED_ISVC, "EngineReady")) and "unschedulable" in c["message"] and c,
+            # once the Deployment controller has judged it (before, the pod's reason alone)
+            lambda: (
+                (c := condition(world, NAMED_ISVC, "EngineReady"))
+                and c["reason"] == "MinimumReplicasUnavailable"
+                and "unschedulable" in c["message"]
+                and c
+            ),
             timeout=60,
             what="EngineReady saying the pod is unschedulable",
         )
         assert engine_ready["status"] == "False"
-        assert engine_ready["reason"] == "MinimumReplicasUnavailable"
         assert "Insufficient nvidia.com/gpu" in engine_ready["message"]
         ready = condition(world, NAMED_ISVC, "Ready")
         assert ready is not None and (ready["status"], ready["reason"]) == ("False", "MinimumReplicasUnavailable")

@@ -90,12 +90,22 @@ def test_render_a_named_runtime_on_an_accelerator_class(daemon: str, renderer: s
     assert "--tp-size=8" not in args
 
 
-def test_render_prints_every_object_of_the_component_in_omes_order(daemon: str, renderer: str, files: Files) -> None:
+def test_render_prints_every_object_of_the_component_in_omes_order_then_the_external_service(
+    daemon: str, renderer: str, files: Files
+) -> None:
     result = policyctl("render", "-f", str(files.isvc), "--renderer", renderer, address=daemon)
     assert result.returncode == 0, result.stdout + result.stderr
     workloads = _workloads(result.stdout)
-    assert [w["kind"] for w in workloads] == ["Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"]
-    assert {w["metadata"]["name"] for w in workloads} == {f"{MODEL_NAME}-engine"}
+    kinds = [w["kind"] for w in workloads]
+    assert kinds == ["Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Service"]
+    assert {w["metadata"]["name"] for w in workloads[:-1]} == {f"{MODEL_NAME}-engine"}
+    # OME's install default (ingress creation disabled): a Service named after the InferenceService
+    # selects the engine's pods on its Service's first port
+    external = workloads[-1]
+    assert external["metadata"]["name"] == MODEL_NAME
+    assert external["metadata"]["labels"]["component"] == "external-service"
+    assert external["spec"]["selector"] == {"ome.io/inferenceservice": MODEL_NAME, "component": "engine"}
+    assert external["spec"]["ports"][0]["port"] == workloads[1]["spec"]["ports"][0]["port"]
 
 
 def _render(renderer: str, **fields: Any) -> render_pb2.RenderResponse:
