@@ -1,14 +1,17 @@
-"""The controller at cluster scale: a test control plane of its own (tests/cluster/up.sh), policyd,
-the renderer and policy-controller, all measured in one run.
+"""The controller at cluster scale: a simulated GPU cluster of its own (tests/cluster/up.sh: the
+control plane, the scheduler, KWOK) with --nodes fake 8-GPU nodes, policyd, the renderer and
+policy-controller, all measured in one run.
 
-    python benchmarks/controller_scale.py [--n 1000] [--workers 8] [--keep DIR]
+    python benchmarks/controller_scale.py [--n 1000] [--nodes 200] [--workers 8] [--keep DIR]
 
 - floor: one sequential client server-side applies the N Deployments the renderer makes for the N
   InferenceServices (rendered beforehand through policyd and the renderer, into a namespace of their
-  own, with the kubernetes client's dynamic client as the controller uses it): the time the API
-  server takes just to store them, one after the other;
+  own, with the kubernetes client's dynamic client as the controller uses it), until every one is
+  Available (its pod scheduled on a fake GPU node and running): the time the cluster takes just to
+  store and run them; they are deleted afterwards, their pods gone before the next step;
 - create: N InferenceServices naming spec 002's runtime, created at once (4 client threads), until
-  every one has RuntimeReady True and its Deployment exists (watched); goal <= 2x the floor;
+  every one is Ready (its Deployment Available, as OME reports it) with its pod running (watched);
+  goal <= 2x the floor; the time to RuntimeReady with a Deployment is printed too;
 - follow: the runtime's image changes, until all N Deployments carry it; goal <= 2x the floor;
 - restart: the controller stopped and started again over the N settled InferenceServices: from
   its start to its "caught up" log line (goal <= 10 s), and the objects it wrote (goal: none: the
@@ -47,9 +50,10 @@ from measured import Measured  # noqa: E402
 from testkit.cluster import control_plane  # noqa: E402
 from testkit.shared import RULES  # noqa: E402
 
-from clients.controller.kube import LABEL_ISVC, WORKLOAD_KINDS  # noqa: E402
+from clients.controller.kube import APPLIED, FIELD_MANAGER, LABEL_ISVC, WORKLOAD_KINDS  # noqa: E402
 from clients.controller.reconcile import Reconciler  # noqa: E402
 from clients.policyctl.conformance.daemons import serving  # noqa: E402
+from clients.renderer.names import model_node_label  # noqa: E402
 from policyd.contract import policy_pb2 as pb  # noqa: E402
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc  # noqa: E402
 from policyd.contract import resources_pb2 as rpb  # noqa: E402
@@ -123,13 +127,49 @@ class Watched:
         self._watch.stop()
 
 
-def ready(isvc: dict[str, Any]) -> bool:
-    conditions = (isvc.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "RuntimeReady" and c.get("status") == "True" for c in conditions)
+def conditions_true(obj: dict[str, Any]) -> frozenset[str]:
+    return frozenset(c["type"] for c in (obj.get("status") or {}).get("conditions") or [] if c.get("status") == "True")
 
 
-def image(deployment: dict[str, Any]) -> str:
-    return str(deployment["spec"]["template"]["spec"]["containers"][0]["image"])
+def image(deployment: dict[str, Any]) -> tuple[str, bool]:
+    """Its image, and whether it is Available."""
+    available = "Available" in conditions_true(deployment)
+    return str(deployment["spec"]["template"]["spec"]["containers"][0]["image"]), available
+
+
+def running(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def gpu_node(i: int, model_label: str) -> dict[str, Any]:
+    """A fake node as examples/cluster/gpu-nodes.yaml's H100 ones, the model ready on it."""
+    resources = {"cpu": "192", "memory": "2048Gi", "pods": "110", "nvidia.com/gpu": "8"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"gpu-{i:04d}",
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+            "labels": {"type": "kwok", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", model_label: "Ready"},
+        },
+        "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+        "status": {"allocatable": resources, "capacity": resources},
+    }
+
+
+def add_nodes(api: client.ApiClient, n: int) -> None:
+    core = client.CoreV1Api(api)
+    label = model_node_label(named_model()["metadata"]["name"], None)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: core.create_node(gpu_node(i, label)), range(n)))
+
+    def all_ready() -> bool:
+        nodes = core.list_node(label_selector="type=kwok").items
+        return len(nodes) == n and all(
+            any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or []) for node in nodes
+        )
+
+    wait_for(all_ready, 300, f"{n} fake nodes Ready")
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> float:
@@ -170,6 +210,8 @@ def rendered_deployments(policyd: str, renderer: str, n: int) -> list[dict[str, 
 
 def floor(api: client.ApiClient, deployments: list[dict[str, Any]]) -> float:
     resource = dynamic.DynamicClient(api).resources.get(api_version="apps/v1", kind="Deployment")
+    apps = client.AppsV1Api(api)
+    available = Watched(apps.list_namespaced_deployment, image, namespace=FLOOR_NAMESPACE)
     started = time.monotonic()
     for body in deployments:
         resource.server_side_apply(
@@ -180,12 +222,28 @@ def floor(api: client.ApiClient, deployments: list[dict[str, Any]]) -> float:
             force_conflicts=False,
             serialize=False,
         )
-    return time.monotonic() - started
+    done = wait_for(
+        lambda: sum(up for _, up in available.items.values()) == len(deployments),
+        1800,
+        "the floor's Deployments Available",
+    )
+    available.stop()
+    return done - started
 
 
-def versions(api: client.ApiClient) -> dict[tuple[str, str], str]:
-    """resourceVersion of every InferenceService, workload and Event in NAMESPACE."""
-    found: dict[tuple[str, str], str] = {}
+def clear_floor(api: client.ApiClient) -> None:
+    """The floor's Deployments deleted, and their pods gone (their GPUs free again)."""
+    client.AppsV1Api(api).delete_collection_namespaced_deployment(FLOOR_NAMESPACE, propagation_policy="Foreground")
+    core = client.CoreV1Api(api)
+    wait_for(lambda: not core.list_namespaced_pod(FLOOR_NAMESPACE, limit=1).items, 600, "the floor's pods gone")
+
+
+def versions(api: client.ApiClient) -> dict[tuple[str, str], Any]:
+    """What the controller writes of every object in NAMESPACE: the resourceVersion of each
+    InferenceService and of each Event it records; each workload's generation and applied digest
+    (the cluster's own controllers write a Deployment's status and revision, and Events of their
+    own, as its pods come and go)."""
+    found: dict[tuple[str, str], Any] = {}
     listed = client.CustomObjectsApi(api).list_namespaced_custom_object(ome.GROUP, ome.VERSION, NAMESPACE, ISVCS)
     found.update(
         {("InferenceService", i["metadata"]["name"]): i["metadata"]["resourceVersion"] for i in listed["items"]}
@@ -196,7 +254,16 @@ def versions(api: client.ApiClient) -> dict[tuple[str, str], str]:
             items = json.loads(
                 resources.get(api_version=api_version, kind=kind).get(namespace=NAMESPACE, serialize=False).data
             )
-            found.update({(kind, i["metadata"]["name"]): i["metadata"]["resourceVersion"] for i in items["items"]})
+            for item in items["items"]:
+                meta = item["metadata"]
+                if kind == "Event" and item.get("reportingComponent") != FIELD_MANAGER:
+                    continue
+                written = (
+                    meta["resourceVersion"]
+                    if kind == "Event"
+                    else (meta.get("generation"), (meta.get("annotations") or {}).get(APPLIED))
+                )
+                found[(kind, meta["name"])] = written
     return found
 
 
@@ -220,22 +287,31 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
             resource = resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
             resource.server_side_apply(body=manifest, field_manager="kubectl", force_conflicts=True)
 
+        print(f"{args.nodes} fake GPU nodes...", flush=True)
+        add_nodes(api, args.nodes)
         print(f"rendering {args.n} Deployments for the floor...", flush=True)
         deployments = rendered_deployments(policyd, renderer, args.n)
         figures["floor_s"] = floor(api, deployments)
-        print(f"floor: {args.n} Deployments server-side applied one after the other: {figures['floor_s']:.1f} s")
+        print(
+            f"floor: {args.n} Deployments server-side applied one after the other, until Available: "
+            f"{figures['floor_s']:.1f} s",
+            flush=True,
+        )
+        clear_floor(api)
 
         log = directory / "controller.log"
         controller = Controller(kubeconfig, policyd, renderer, log, args.workers)
         stack.callback(lambda: controllers[-1].stop())
         controllers = [controller]
         controller.caught_up()
-        isvcs = Watched(custom.list_namespaced_custom_object, ready, group=ome.GROUP, version=ome.VERSION,
+        isvcs = Watched(custom.list_namespaced_custom_object, conditions_true, group=ome.GROUP, version=ome.VERSION,
                         namespace=NAMESPACE, plural=ISVCS)  # fmt: skip
         apps = client.AppsV1Api(api)
         deploys = Watched(apps.list_namespaced_deployment, image, namespace=NAMESPACE, label_selector=LABEL_ISVC)
+        pods = Watched(core.list_namespaced_pod, running, namespace=NAMESPACE, label_selector=LABEL_ISVC)
         stack.callback(isvcs.stop)
         stack.callback(deploys.stop)
+        stack.callback(pods.stop)
         time.sleep(1)  # the watches are up
 
         started = time.monotonic()
@@ -250,15 +326,21 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
             )
         created = time.monotonic() - started
         done = wait_for(
-            lambda: sum(isvcs.items.values()) == args.n and len(deploys.items) == args.n,
+            lambda: sum("RuntimeReady" in c for c in isvcs.items.values()) == args.n and len(deploys.items) == args.n,
             timeout=max(600, 20 * figures["floor_s"]),
             what="every InferenceService RuntimeReady with its Deployment",
         )
+        figures["runtime_ready_s"] = done - started
+        done = wait_for(
+            lambda: sum("Ready" in c for c in isvcs.items.values()) == args.n and sum(pods.items.values()) == args.n,
+            timeout=max(600, 20 * figures["floor_s"]),
+            what="every InferenceService Ready with its pod running",
+        )
         figures["create_s"] = done - started
         print(
-            f"create: {args.n} InferenceServices (created in {created:.1f} s) RuntimeReady with their "
-            f"Deployments in {figures['create_s']:.1f} s: {figures['create_s'] / figures['floor_s']:.2f}x the floor "
-            f"(goal <= {GOAL_RATIO})",
+            f"create: {args.n} InferenceServices (created in {created:.1f} s) RuntimeReady with their Deployments "
+            f"in {figures['runtime_ready_s']:.1f} s, Ready with their pods running in {figures['create_s']:.1f} s: "
+            f"{figures['create_s'] / figures['floor_s']:.2f}x the floor (goal <= {GOAL_RATIO})",
             flush=True,
         )
 
@@ -269,7 +351,7 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
         runtime = resources.get(api_version=newer["apiVersion"], kind=newer["kind"])
         runtime.server_side_apply(body=newer, field_manager="kubectl", force_conflicts=True)
         done = wait_for(
-            lambda: list(deploys.items.values()).count(NEW_IMAGE) == args.n,
+            lambda: [i for i, _ in deploys.items.values()].count(NEW_IMAGE) == args.n,
             timeout=max(600, 20 * figures["floor_s"]),
             what=f"every Deployment following {NAMED_RUNTIME} on its new image",
         )
@@ -280,7 +362,9 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
             flush=True,
         )
 
-        wait_for(lambda: time.monotonic() - max(isvcs.last_change, deploys.last_change) > 5, 600, "settled")
+        # settled: the rollouts done, the old pods gone, the status saying so
+        last = lambda: max(isvcs.last_change, deploys.last_change, pods.last_change)  # noqa: E731
+        wait_for(lambda: time.monotonic() - last() > 5, 1800, "settled")
         before = versions(api)
         controller.stop()
         controller = Controller(kubeconfig, policyd, renderer, log, args.workers)
@@ -312,6 +396,7 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=1000, help="InferenceServices (default %(default)s)")
+    p.add_argument("--nodes", type=int, default=200, help="fake 8-GPU nodes (default %(default)s)")
     p.add_argument("--workers", type=int, default=8, help="the controller's --workers (default %(default)s)")
     p.add_argument("--keep", type=Path, help="the control plane's directory, kept afterwards")
     args = p.parse_args()

@@ -40,6 +40,17 @@ def owner(obj: Manifest) -> tuple[IsvcKey, str] | None:
     return None
 
 
+def _trimmed(obj: Manifest) -> Manifest:
+    """What readiness reads of an object, kept: its managedFields and (but a Service's ports) its
+    spec are most of a pod's or a Deployment's size, and thousands of them are held."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    kept: dict[str, Any] = {k: v for k, v in obj.items() if k not in ("metadata", "spec")}
+    kept["metadata"] = meta
+    if obj.get("kind") == "Service":
+        kept["spec"] = {"ports": (obj.get("spec") or {}).get("ports")}
+    return kept
+
+
 def _keys(obj: Manifest) -> tuple[IsvcKey, ObjectKey] | None:
     found = owner(obj)
     if found is None or obj.get("kind") not in STATUS_KIND_NAMES:
@@ -70,7 +81,7 @@ class Observed:
             self._seq += 1
             objects = self._objects.setdefault(isvc, {})
             if event_type != "DELETED":
-                objects[key] = (self._seq, obj)
+                objects[key] = (self._seq, _trimmed(obj))
             elif not self._listed:
                 objects[key] = (self._seq, None)
             else:
@@ -85,7 +96,7 @@ class Observed:
         for obj in objects:
             keys = _keys(obj)
             if keys is not None:
-                fresh.setdefault(keys[0], {})[keys[1]] = obj
+                fresh.setdefault(keys[0], {})[keys[1]] = _trimmed(obj)
         with self._lock:
             self._listed = True
             for isvc in set(self._objects) | set(fresh):
