@@ -121,9 +121,12 @@ def test_spec_004_an_inference_service_without_a_runtime_gets_the_auto_selected_
         world.apply(auto_isvc())
         condition = eventually(lambda: resolved(world, AUTO_ISVC), what="RuntimeResolved")
         assert condition["message"] == f"ServingRuntime {AUTO_RUNTIME}"
-        workloads = eventually(lambda: world.workloads(AUTO_ISVC))
-        assert {name: obj["metadata"]["labels"]["serving-runtime"] for (kind, name), obj in workloads.items()} == {
-            f"{AUTO_ISVC}-engine": AUTO_RUNTIME
+        engine = ("Deployment", f"{AUTO_ISVC}-engine")
+        workloads = eventually(lambda: (found := world.workloads(AUTO_ISVC)) and engine in found and found)
+        # the engine's objects carry the runtime's name (not the Service named after the InferenceService)
+        labels = [obj["metadata"]["labels"] for obj in workloads.values()]
+        assert {(x["component"], x.get("serving-runtime")) for x in labels if x["component"] == "engine"} == {
+            ("engine", AUTO_RUNTIME)
         }
 
 
