@@ -78,7 +78,7 @@ def test_ctrl_c_exits_130_without_a_traceback(daemon: str) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130
+    assert proc.returncode == 130, stderr.decode()
     assert b"Traceback" not in stderr
 
 
