@@ -16,7 +16,7 @@ from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from clients.controller.observed import STATUS_KINDS
+from clients.controller.observed import STATUS_KINDS, owner
 from clients.controller.outcome import Event
 from clients.controller.pins import PIN_LABEL, SOURCE_KIND, SOURCE_NAME, Pin
 from clients.renderer.metadata import LABEL_ISVC
@@ -279,14 +279,14 @@ class Kube:
             answer = resource.get(label_selector=LABEL_ISVC, header_params={"Accept": METADATA_LIST}, serialize=False)
             for item in json.loads(answer.data).get("items") or []:  # null when there are none
                 meta = item.get("metadata") or {}
-                for ref in meta.get("ownerReferences") or []:
-                    if ref.get("controller") and ref.get("kind") == "InferenceService":
-                        applied = Applied(
-                            (meta.get("annotations") or {}).get(APPLIED, ""),
-                            meta.get("uid", ""),
-                            int(meta.get("generation") or 0),
-                        )
-                        owned.setdefault(ref.get("uid", ""), {})[(kind, meta.get("name", ""))] = applied
+                found = owner({**item, "kind": kind})
+                if found is not None and found[1]:
+                    applied = Applied(
+                        (meta.get("annotations") or {}).get(APPLIED, ""),
+                        meta.get("uid", ""),
+                        int(meta.get("generation") or 0),
+                    )
+                    owned.setdefault(found[1], {})[(kind, meta.get("name", ""))] = applied
         return owned
 
     def list_status_objects(self) -> list[dict[str, Any]]:

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clients.controller.outcome import Condition
+from clients.renderer.external_service import DEFAULT_PORT, target_port
 from clients.renderer.metadata import LABEL_COMPONENT
 from clients.renderer.multinode import LEADER, LWS_API_VERSION
 from clients.renderer.names import lws_name, truncated
@@ -65,7 +66,6 @@ INGRESS_DISABLED = Condition(
 )
 _LIVING = (READY, ENGINE_READY, INGRESS_READY)  # the condition set's happy condition and dependents
 _DOMAIN = "svc.cluster.local"
-_DEFAULT_PORT = 8080  # constants.CommonISVCPort
 _REVISION = "deployment.kubernetes.io/revision"
 _STORAGE_INITIALIZER = "storage-initializer"
 _LWS_RAISED = ("Progressing", "UpdateInProgress")  # what a LeaderWorkerSet raises when Available drops
@@ -121,8 +121,8 @@ def readiness(
         components[component] = _component_status(workload, condition.ready, url)
     ready = _ready((conditions[0], INGRESS_DISABLED))  # EngineReady, then IngressReady, as OME marks them
     conditions += [INGRESS_DISABLED, ready]
-    target = truncated(f"{name}-{'router' if spec.get('router') is not None else 'engine'}")
-    url = f"http://{name}.{namespace}.{_DOMAIN}:{_first_port(target, workloads)}"
+    port = target_port(isvc, workloads)  # that Service not there (yet): OME's default port
+    url = f"http://{name}.{namespace}.{_DOMAIN}:{DEFAULT_PORT if port is None else port}"
     multinode = (found["engine"] or {}).get("kind") == "LeaderWorkerSet"
     engine_pods = [
         p
@@ -218,16 +218,6 @@ def _component_status(workload: Mapping[str, Any] | None, available: bool, url: 
     if available:
         out["url"] = url
     return out
-
-
-def _first_port(service_name: str, workloads: Sequence[Mapping[str, Any]]) -> int:
-    for w in workloads:
-        if (w.get("kind"), w.get("apiVersion"), _name(w)) == ("Service", "v1", service_name):
-            ports = _mapping(w.get("spec")).get("ports")
-            if isinstance(ports, list) and ports and isinstance(ports[0], Mapping):
-                port = ports[0].get("port")
-                return port if isinstance(port, int) else _DEFAULT_PORT
-    return _DEFAULT_PORT
 
 
 def _model_status(previous: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ready: bool) -> dict[str, Any]:

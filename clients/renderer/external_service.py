@@ -21,7 +21,7 @@ VISIBILITY = "networking.knative.dev/visibility"
 CLUSTER_LOCAL = "cluster-local"
 _ANNOTATION_PREFIXES = ("service.beta.kubernetes.io/", "cloud.google.com/", "service.kubernetes.io/")
 _TYPES = ("LoadBalancer", "NodePort", "ClusterIP")
-_DEFAULT_PORT = 8080  # constants.CommonISVCPort
+DEFAULT_PORT = 8080  # constants.CommonISVCPort
 
 
 def external_service(isvc: Mapping[str, Any], rendered: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -29,13 +29,12 @@ def external_service(isvc: Mapping[str, Any], rendered: Sequence[Mapping[str, An
     spec = isvc.get("spec") or {}
     if (metadata.get("labels") or {}).get(VISIBILITY) == CLUSTER_LOCAL:
         return None
-    target = "router" if spec.get("router") is not None else "engine" if spec.get("engine") is not None else None
-    if target is None:
+    if spec.get("router") is None and spec.get("engine") is None:
         return None
-    name = str(metadata["name"])
-    port = _first_port(truncated(f"{name}-{target}"), rendered)
+    port = target_port(isvc, rendered)
     if port is None:
         return None
+    name = str(metadata["name"])
     annotations = {
         key: value
         for key, value in (metadata.get("annotations") or {}).items()
@@ -56,19 +55,28 @@ def external_service(isvc: Mapping[str, Any], rendered: Sequence[Mapping[str, An
         "kind": "Service",
         "metadata": meta,
         "spec": {
-            "selector": {LABEL_ISVC: name, LABEL_COMPONENT: target},
+            "selector": {LABEL_ISVC: name, LABEL_COMPONENT: target_component(spec)},
             "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}],
             "type": kind if kind in _TYPES else "ClusterIP",
         },
     }
 
 
-def _first_port(service_name: str, rendered: Sequence[Mapping[str, Any]]) -> int | None:
-    """GetTargetServicePort: the component Service's first port (8080 when it has none); None
-    when there is no such Service."""
-    for obj in rendered:
-        if obj.get("kind") == "Service" and (obj.get("metadata") or {}).get("name") == service_name:
+def target_component(spec: Mapping[str, Any]) -> str:
+    """The component clients reach: the router when one is declared, else the engine."""
+    return "router" if spec.get("router") is not None else "engine"
+
+
+def target_port(isvc: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> int | None:
+    """GetTargetServicePort: the first port of the target component's Service among ``objects``
+    (8080 when it has none); None when that Service is not among them."""
+    name = str((isvc.get("metadata") or {}).get("name", ""))
+    service_name = truncated(f"{name}-{target_component(isvc.get('spec') or {})}")
+    for obj in objects:
+        if (obj.get("kind"), obj.get("apiVersion")) == ("Service", "v1") and (obj.get("metadata") or {}).get(
+            "name"
+        ) == service_name:
             ports = (obj.get("spec") or {}).get("ports") or []
-            port = ports[0].get("port") if ports and isinstance(ports[0], Mapping) else None
-            return port if isinstance(port, int) else _DEFAULT_PORT
+            port = ports[0].get("port") if isinstance(ports, list) and ports and isinstance(ports[0], Mapping) else None
+            return port if isinstance(port, int) else DEFAULT_PORT
     return None

@@ -18,7 +18,12 @@ def _isvc(
 
 
 def _service(name: str, port: int) -> dict[str, Any]:
-    return {"kind": "Service", "metadata": {"name": name}, "spec": {"ports": [{"port": port}, {"port": 9999}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"ports": [{"port": port}, {"port": 9999}]},
+    }
 
 
 def test_it_is_named_after_the_inferenceservice_and_selects_the_engine_on_its_services_first_port() -> None:
