@@ -74,7 +74,10 @@ def test_ctrl_c_exits_130_without_a_traceback(daemon: str) -> None:
             assert time.monotonic() < deadline, "policyctl never read its stdin"
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=10)
+        # stdin stays open until it exits: communicate() would close it, and an end of input that
+        # wins the race with the signal is no manifest (exit 1), not Ctrl-C
+        proc.wait(timeout=30)
+        _, stderr = proc.communicate()
     finally:
         if proc.poll() is None:
             proc.kill()
