@@ -132,9 +132,20 @@ def control_plane(keep: Path | None, prefix: str) -> Iterator[Path]:
 
 def add_gpu_nodes(cluster: Cluster) -> None:
     """Apply the docs' fake nodes and AcceleratorClasses with kubectl; wait until KWOK has every
-    node Ready."""
+    node Ready and the node lifecycle controller has lifted the not-ready taint it puts on a new
+    node (until then the scheduler places nothing there)."""
     cluster.kubectl("apply", "-f", str(NODES / "gpu-nodes.yaml"), "-f", str(NODES / "accelerator-classes.yaml"))
     cluster.kubectl("wait", "--for=condition=Ready", "node", "-l", "type=kwok", "--timeout=60s")
+
+    def schedulable() -> bool:
+        nodes = json.loads(cluster.kubectl("get", "nodes", "-l", "type=kwok", "-o", "json").stdout)["items"]
+        taints = [t for n in nodes for t in (n["spec"].get("taints") or [])]
+        return not any(t["key"].startswith("node.kubernetes.io/") for t in taints)
+
+    deadline = time.monotonic() + 120
+    while not schedulable():
+        assert time.monotonic() < deadline, "the fake nodes kept the node lifecycle controller's taints"
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="session")
