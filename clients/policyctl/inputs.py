@@ -5,6 +5,8 @@ kinds only, so a document of another kind (a ConfigMap) is refused here, by its 
 
 from __future__ import annotations
 
+import os
+import select
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,11 +53,34 @@ def _files(path: Path, recursive: bool) -> list[Path]:
 
 def _read(path: Path) -> str:
     if str(path) == "-":
-        return sys.stdin.read()
+        return _read_stdin()
     try:
         return path.read_text()
     except OSError as err:
         raise InputError(f'cannot read "{path}": {err.strerror or err}') from None
+
+
+def _read_stdin() -> str:
+    """All of stdin, waited for in short slices: gRPC's threads are running by now, and a Ctrl-C
+    the kernel hands to one of them never wakes a main thread blocked in read(2), so the main
+    thread must come back to the interpreter often enough to raise KeyboardInterrupt."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):
+        raise InputError("cannot read the standard input: it is closed") from None
+    chunks: list[bytes] = []
+    while True:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    try:
+        return b"".join(chunks).decode()
+    except UnicodeDecodeError as err:
+        raise InputError(f"the standard input is not UTF-8 text: {err.reason} at byte {err.start}") from None
 
 
 def _catalog_kind(doc: Document) -> None:

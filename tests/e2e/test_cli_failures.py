@@ -3,7 +3,10 @@ field or the flag; nothing on stdout; exit 1, or 2 for a usage error, as kubectl
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +20,7 @@ from clients.policyctl.conformance.daemons import serving
 from .conftest import Files
 from .support import (
     NAMESPACE,
+    ROOT,
     RULES,
     RUNTIME_NAME,
     isvc_manifest,
@@ -133,6 +137,25 @@ def test_a_yaml_error_names_the_file_line_and_column(daemon: str, tmp_path: Path
     ]
     piped = policyctl("select", "-f", "-", stdin="a: b: c\n", address=daemon)
     assert _failed(piped) == ["error: -:1:5: not valid YAML: mapping values are not allowed in this context"]
+
+
+def test_stdin_that_is_closed_or_not_text_is_one_line_naming_it(daemon: str) -> None:
+    cmd = [sys.executable, "-m", "clients.policyctl.main", "--address", daemon, "select", "-f", "-"]
+    closed = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert _failed(closed) == ["error: cannot read the standard input: it is closed"]
+    binary = subprocess.run(cmd, cwd=ROOT, input=b"\xff\xfe", capture_output=True, timeout=60)
+    assert (binary.returncode, binary.stdout) == (1, b"")
+    assert binary.stderr.decode().splitlines() == [
+        "error: the standard input is not UTF-8 text: invalid start byte at byte 0"
+    ]
 
 
 @pytest.fixture(scope="module")
