@@ -103,20 +103,24 @@ def admit_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision, fas
 def admit_runtime(catalog: Catalog, runtime: ServingRuntime, revision: Revision) -> Admission:
     """OME's ServingRuntime / ClusterServingRuntime webhook: what the catalog refuses in the
     runtime itself, the admission rules about it alone, then the first existing runtime (in
-    OME's order) an admission rule about the pair refuses; the first in rule order denies."""
+    OME's order) an admission rule about the pair refuses; the first in rule order denies.
+    Admitted, it warns of what the admission rules that advise say, in OME's order, once each."""
     policy, engine = revision.policy, revision.engine
     candidates = [r for r in orchestrator.catalog_refusals(revision, [runtime])[0] if r.admission]
     record = admit_runtime_record(runtime, catalog)
     fired = engine.fire(ADMIT_RUNTIME, [record])[0]
     candidates += [refusal(policy, r, record) for r in fired if r.effect == "refuse"]
+    warnings = [templates.render(r.reason, record) for r in fired if r.effect == "advise"]
     pairs = admit_pair_records(runtime, record, catalog)
+    denied_pair = False
     for pair, hits in zip(pairs, engine.fire(ADMIT_PAIR, pairs), strict=True):
+        warnings += [templates.render(r.reason, pair) for r in hits if r.effect == "advise"]
         first = next((r for r in hits if r.effect == "refuse"), None)
-        if first is not None:
+        if first is not None and not denied_pair:
             candidates.append(refusal(policy, first, pair))
-            break
+            denied_pair = True
     if not candidates:
-        return Admission(None)
+        return Admission(None, tuple(dict.fromkeys(warnings)))
     denial = min(candidates, key=lambda r: r.order)
     missing: tuple[Key, ...] = ()
     if _reads(revision, denial, _CLASSES_UNKNOWN):

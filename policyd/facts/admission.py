@@ -28,6 +28,7 @@ Signature = tuple[Any, ...]
 class EntryProfile:
     index: int
     name: str  # supportedModelFormats[].name, which OME's priority checks call the model format
+    format: str  # the name, else modelFormat.name: what a warning names (catalog runtimes set no name)
     signature: Signature  # what areSupportedModelFormatsEqual compares
     auto_select: bool  # IsAutoSelectEnabled: autoSelect set to true
     priority: int | None
@@ -70,6 +71,7 @@ def _entry(index: int, doc: Any) -> EntryProfile:
     return EntryProfile(
         index=index,
         name=name,
+        format=name or _get(_get(doc, "modelFormat"), "name") or "",
         signature=signature,
         auto_select=_get(doc, "autoSelect") is True,
         priority=priority if isinstance(priority, int) else None,
@@ -198,7 +200,7 @@ def admit_pair_records(runtime: ServingRuntime, base: Record, catalog: Catalog) 
                 "admit_other_disabled": other.disabled,
                 "admit_protocol_shared": not their.protocols.isdisjoint(own.protocols),
                 "admit_ranges_equal": their.size_range == own.size_range,
-                "admit_entry_name": mine.name,
+                "admit_entry_format": mine.format,
                 "admit_both_auto_select": mine.auto_select and theirs.auto_select,
                 "admit_same_priority": both and mine.priority == theirs.priority,
             }

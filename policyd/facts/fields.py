@@ -252,6 +252,13 @@ CORE_FIELDS: dict[str, Field] = {
     "lint_pair_auto_select": Field(BOOL, LINT_PAIR, "both set autoSelect on such an entry"),
     "lint_pair_same_quantization": Field(BOOL, LINT_PAIR, "two such entries ask for the same quantization"),
     "lint_pair_same_kind": Field(BOOL, LINT_PAIR, "both are of one kind (the kind does not rank one first)"),
+    "lint_pair_same_priority": Field(
+        BOOL,
+        LINT_PAIR,
+        "what the runtime webhooks warn of: neither disabled, both of one kind, a protocolVersion and"
+        " the modelSizeRange shared, and an autoSelect entry of each, equal as OME's"
+        " areSupportedModelFormatsEqual compares them, at the same priority",
+    ),
     # --- lint: an accelerator class name used in the catalog ------------------------------------
     "accelerator_class": Field(STR, LINT_ACCELERATOR, "the name"),
     "accelerator_class_defined": Field(
@@ -297,7 +304,11 @@ CORE_FIELDS: dict[str, Field] = {
     "admit_ranges_equal": Field(
         BOOL, ADMIT_PAIR, "both modelSizeRanges are unset, or both set with equal min and max (each as written)"
     ),
-    "admit_entry_name": Field(STR, ADMIT_PAIR, "supportedModelFormats[].name of the reviewed runtime's entry"),
+    "admit_entry_format": Field(
+        STR,
+        ADMIT_PAIR,
+        "the reviewed runtime's entry's supportedModelFormats[].name, else its modelFormat.name (catalog runtimes set no name)",
+    ),
     "admit_both_auto_select": Field(BOOL, ADMIT_PAIR, "both entries set autoSelect: true"),
     "admit_same_priority": Field(BOOL, ADMIT_PAIR, "both entries set the same priority"),
 }

@@ -61,8 +61,9 @@ EFFECTS: Mapping[str, Effect] = {
         Effect(
             "advise",
             "adds an advisory, no other effect: a runtime's or an entry's to the runtime's verdict; a "
-            "request's is a warning about the request itself, which the InferenceService webhook gives",
-            (REQUEST, RUNTIME, ENTRY),
+            "request's is a warning about the request itself, which the InferenceService webhook gives; "
+            "an admission rule's is a warning the runtime webhooks give",
+            (REQUEST, RUNTIME, ENTRY, *ADMISSION_SCOPES),
         ),
         Effect("score", "adds ``points`` to the score", (RUNTIME, ENTRY), requires="points"),
         Effect(

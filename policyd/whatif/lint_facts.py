@@ -18,6 +18,7 @@ from policyd.catalog.snapshot import Catalog, Key, key_of
 from policyd.decision import orchestrator
 from policyd.decision.ranking import deciding_key
 from policyd.errors import InvalidInput
+from policyd.facts.admission import profile
 from policyd.facts.derive import entry_alone_facts, intrinsic_facts, model_record
 from policyd.policy.revision import Revision
 from policyd.records import LINT_ACCELERATOR, LINT_ENTRY, LINT_MODEL, LINT_PAIR, LINT_RUNTIME, Record
@@ -175,6 +176,21 @@ def _pairs(catalog: Catalog) -> list[LintRecord]:
     return out
 
 
+def _same_priority(a: ServingRuntime, b: ServingRuntime, entries: Sequence[tuple[Entry, Entry]]) -> bool:
+    """What the runtime webhooks warn of when one of the two is applied beside the other."""
+    pa, pb = profile(a), profile(b)
+    if a.kind != b.kind or a.disabled or b.disabled or pa.protocols.isdisjoint(pb.protocols):
+        return False
+    if pa.size_range != pb.size_range:
+        return False
+    for x, y in entries:
+        ex, ey = pa.entries[x.index], pb.entries[y.index]
+        if ex.signature == ey.signature and ex.auto_select and ey.auto_select and ex.priority is not None:
+            if ex.priority == ey.priority:
+                return True
+    return False
+
+
 def _pair(
     namespace: str,
     first: Sequence[tuple[ServingRuntime, Entry]],
@@ -197,6 +213,7 @@ def _pair(
         "lint_pair_auto_select": any(x.auto_select is True and y.auto_select is True for x, y in entries),
         "lint_pair_same_quantization": any(x.quantization == y.quantization for x, y in entries),
         "lint_pair_same_kind": a.kind == b.kind,
+        "lint_pair_same_priority": _same_priority(a, b, entries),
     }
     return LintRecord(LINT_PAIR, record, (key_of(a), key_of(b)))
 

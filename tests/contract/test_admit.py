@@ -370,22 +370,25 @@ def test_different_priorities_are_checked_only_while_the_scope_holds_a_runtime_o
     assert admit(harness, doc, plain_runtime("csr-a", kind="ClusterServingRuntime")).allowed is True
 
 
-def test_the_webhook_rejects_a_runtime_with_the_same_priority_as_another(harness: Harness) -> None:
-    # OME compares the entries' names case-insensitively, and names the reviewed runtime's
+def test_the_same_priority_as_another_runtime_is_admitted_with_a_warning_naming_both_and_the_format(
+    harness: Harness,
+) -> None:
+    # OME's check never fires (it compares pointers), so OME admits; the warning names the
+    # reviewed runtime's entry's own name, else its modelFormat.name (catalog runtimes set no name)
     other = plain_runtime("srt-a", supportedModelFormats=[{**PLAIN, "name": "llama", "priority": 1}])
     reply = admit(
         harness, plain_runtime("srt-b", supportedModelFormats=[{**PLAIN, "name": "Llama", "priority": 1}]), other
     )
-    assert reply.denial.message == (
-        "same priority assigned for the model format Llama in the servingruntimes srt-a and srt-b"
-        f" in namespace {NAMESPACE}"
-    )
+    assert reply.allowed is True
+    assert list(reply.warnings) == [
+        f"same priority assigned for the model format Llama in the servingruntimes srt-a and srt-b in namespace {NAMESPACE}"
+    ]
     cluster = plain_runtime("csr-b", kind="ClusterServingRuntime")
     reply = admit(harness, cluster, plain_runtime("csr-a", kind="ClusterServingRuntime"))
-    assert (
-        reply.denial.message
-        == "same priority assigned for the model format  in the clusterservingruntimes csr-a and csr-b"
-    )
+    assert reply.allowed is True
+    assert list(reply.warnings) == [
+        "same priority assigned for the model format safetensors in the clusterservingruntimes csr-a and csr-b"
+    ]
 
 
 def test_entries_compare_by_value_with_the_crd_defaults(harness: Harness) -> None:
@@ -396,9 +399,9 @@ def test_entries_compare_by_value_with_the_crd_defaults(harness: Harness) -> Non
     other = plain_runtime("srt-a", supportedModelFormats=[{**stored, "priority": 1}])
     mine = {**PLAIN, "modelFormat": {"name": "safetensors", "version": "1.0.0"}, "priority": 1}
     reply = admit(harness, plain_runtime("srt-b", supportedModelFormats=[mine]), other)
-    assert reply.denial.message == (
-        f"same priority assigned for the model format  in the servingruntimes srt-a and srt-b in namespace {NAMESPACE}"
-    )
+    assert list(reply.warnings) == [
+        f"same priority assigned for the model format safetensors in the servingruntimes srt-a and srt-b in namespace {NAMESPACE}"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -417,8 +420,9 @@ def test_entries_compare_by_value_with_the_crd_defaults(harness: Harness) -> Non
         ),
     ],
 )
-def test_the_same_priority_is_allowed_where_ome_does_not_compare(harness: Harness, other: dict[str, Any]) -> None:
-    assert admit(harness, plain_runtime("srt-b"), other).allowed is True
+def test_no_same_priority_warning_where_ome_does_not_compare(harness: Harness, other: dict[str, Any]) -> None:
+    reply = admit(harness, plain_runtime("srt-b"), other)
+    assert (reply.allowed, list(reply.warnings)) == (True, [])
 
 
 # -- bad input ---------------------------------------------------------------------------------

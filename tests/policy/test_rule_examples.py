@@ -13,6 +13,7 @@ from testkit.llama import llama_entry
 from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
+from policyd.decision.admission import admit_runtime
 from policyd.decision.orchestrator import explain_isvc, select
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_model, parse_object, parse_runtime
@@ -111,3 +112,23 @@ def test_a_diffusers_backend_entry_without_an_architecture_serves_any_pipeline(t
     without = select(catalog, parse_inference_service(diffusers.isvc(model="wan")), build_revision(RULES))
     assert without.ranking == ()
     assert "model has architecture WanPipeline but runtime has no architecture requirement" in without.error
+
+
+def _csr(name: str) -> Any:
+    entry = {**llama_entry(), "autoSelect": True, "priority": 1}
+    return parse_runtime(
+        {
+            "kind": "ClusterServingRuntime",
+            "metadata": {"name": name},
+            "spec": {"supportedModelFormats": [entry], "protocolVersions": ["openAI"]},
+        }
+    )
+
+
+def test_same_priority_refused_denies_what_the_bundled_rules_admit_with_a_warning(tmp_path: Path) -> None:
+    catalog = Catalog.of([_csr("csr-a")])
+    message = "same priority assigned for the model format safetensors in the clusterservingruntimes csr-a and csr-b"
+    bundled = admit_runtime(catalog, _csr("csr-b"), build_revision(RULES))
+    assert (bundled.denial, bundled.warnings) == (None, (message,))
+    refused = admit_runtime(catalog, _csr("csr-b"), with_example(tmp_path, "same-priority-refused.yaml"))
+    assert refused.denial is not None and refused.denial.message == message
