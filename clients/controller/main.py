@@ -21,6 +21,7 @@ from clients.controller.events import EventRecorder
 from clients.controller.kube import Kube
 from clients.controller.operator import lead
 from clients.controller.reconcile import Reconciler
+from policyd import version
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.exiting import exit_now
 from policyd.kubeconfig import ConfigError, load_configuration
@@ -31,6 +32,7 @@ log = logging.getLogger("policyd.controller")
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="policy-controller", description=__doc__)
+    p.add_argument("--version", action="version", version=version.line("policy-controller"))
     p.add_argument(
         "--policyd",
         default="127.0.0.1:50051",

@@ -13,7 +13,7 @@ from typing import NoReturn
 import grpc
 
 from clients import channels
-from clients.policyctl import catalogcmds, commands, health, rulecmds, whatifcmds
+from clients.policyctl import catalogcmds, commands, health, rulecmds, versioncmd, whatifcmds
 from clients.policyctl.conformance import command as conformance
 from clients.policyctl.connection import DEFAULT_ADDRESS, DEFAULT_RENDERER, rpc_error
 from clients.policyctl.inputs import InputError
@@ -144,6 +144,10 @@ def parser() -> _Parser:
 
     conformance.add_parser(sub, [common])
 
+    text = "policyctl's version and the daemon's"
+    p = sub.add_parser("version", help=text, parents=[common], description=text)
+    p.add_argument("--client", action="store_true", help="only policyctl's: ask no daemon")
+    p.set_defaults(func=versioncmd.version)
     p = sub.add_parser("status", help="revisions, catalog size and errors, overrides, last reload", parents=[common])
     p.set_defaults(func=catalogcmds.status)
     text = "the daemon's gRPC health: SERVING (exit 0) or NOT_SERVING (exit 1)"

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from clients.renderer.service import RendererServicer
+from policyd import version
 from policyd.contract import render_pb2, render_pb2_grpc
 from policyd.edge.gate import Gate
 from policyd.edge.limits import Limits
@@ -28,6 +29,7 @@ from policyd.server_tls import ServerTls, TlsError, files_of
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="policy-render", description=__doc__)
+    p.add_argument("--version", action="version", version=version.line("policy-render"))
     p.add_argument("--listen", default="unix:/tmp/policy-render.sock", help="unix:PATH or host:port")
     p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
     add_security_flags(p)

@@ -21,6 +21,7 @@ from clients.webhook.admission import Reviewer
 from clients.webhook.certs import CertError, ServingCertificates
 from clients.webhook.cluster_reads import ClusterReads
 from clients.webhook.server import WebhookServer
+from policyd import version
 from policyd.contract import policy_pb2_grpc
 from policyd.exiting import exit_now
 from policyd.grpc_process import announce, stop_signal, until_stopped
@@ -40,6 +41,7 @@ class FlagError(ValueError):
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="policy-webhook", description=__doc__)
+    p.add_argument("--version", action="version", version=version.line("policy-webhook"))
     p.add_argument(
         "--policyd",
         default="127.0.0.1:50051",

@@ -1434,6 +1434,7 @@ class GetStatusResponse(_message.Message):
     STALE_SINCE_UNIX_SECONDS_FIELD_NUMBER: _builtins.int
     STALE_REASON_FIELD_NUMBER: _builtins.int
     REFUSED_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
     runtimes: _builtins.int
     models: _builtins.int
     inference_services: _builtins.int
@@ -1449,6 +1450,8 @@ class GetStatusResponse(_message.Message):
     """
     stale_reason: _builtins.str
     """Why, while stale: the last error of a watch."""
+    version: _builtins.str
+    """policyd's version, as `policyd --version` prints it (policyctl version shows it beside its own)."""
     @_builtins.property
     def revisions(self) -> Global___Revisions: ...
     @_builtins.property
@@ -1494,10 +1497,11 @@ class GetStatusResponse(_message.Message):
         stale_since_unix_seconds: _builtins.float = ...,
         stale_reason: _builtins.str = ...,
         refused: _abc.Iterable[Global___RefusedObject] | None = ...,
+        version: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["last_attempt", b"last_attempt", "revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "catalog_errors", b"catalog_errors", "catalog_source", b"catalog_source", "endpoints", b"endpoints", "inference_services", b"inference_services", "kinds", b"kinds", "last_attempt", b"last_attempt", "models", b"models", "overrides", b"overrides", "refused", b"refused", "revisions", b"revisions", "runtimes", b"runtimes", "stale_reason", b"stale_reason", "stale_since_unix_seconds", b"stale_since_unix_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "catalog_errors", b"catalog_errors", "catalog_source", b"catalog_source", "endpoints", b"endpoints", "inference_services", b"inference_services", "kinds", b"kinds", "last_attempt", b"last_attempt", "models", b"models", "overrides", b"overrides", "refused", b"refused", "revisions", b"revisions", "runtimes", b"runtimes", "stale_reason", b"stale_reason", "stale_since_unix_seconds", b"stale_since_unix_seconds", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar, cast
 import grpc
 from google.protobuf.message import Message
 
-from policyd import metadata
+from policyd import metadata, version
 from policyd.catalog.snapshot import Catalog, key_of
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
@@ -539,6 +539,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 for key, o, file in self.state.overrides()
             ],
             catalog_source="local" if self.cluster is None else "cluster",
+            version=version.VERSION,
         )
         if self.cluster is not None:
             reply.stale_since_unix_seconds, reply.stale_reason = self.cluster.stale()
