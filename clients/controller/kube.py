@@ -7,7 +7,7 @@ import datetime
 import hashlib
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +16,7 @@ from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from clients.controller.observed import STATUS_KINDS, owner
+from clients.controller.observed import STATUS_KINDS, owner, trimmed
 from clients.controller.outcome import Event
 from clients.controller.pins import PIN_LABEL, SOURCE_KIND, SOURCE_NAME, Pin
 from clients.renderer.metadata import LABEL_ISVC
@@ -49,6 +49,7 @@ WorkloadKey = tuple[str, str]  # (kind, name)
 WORKLOAD_API_VERSIONS = {kind: api_version for api_version, kind in WORKLOAD_KINDS}
 APPLIED = "policyd.ome.io/applied"  # annotation: a digest of what the controller last applied
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+LIST_PAGE = 500  # objects per page of a listing: a page parsed at a time, not the whole cluster
 
 
 @dataclass(frozen=True)
@@ -269,15 +270,10 @@ class Kube:
 
     def list_owned(self) -> dict[str, dict[WorkloadKey, Applied]]:
         """Every workload an InferenceService owns, by its uid: what it was applied with and its
-        own uid. Metadata only, one listing per kind for the whole cluster."""
+        own uid. Metadata only, one listing per kind for the whole cluster, in pages."""
         owned: dict[str, dict[WorkloadKey, Applied]] = {}
         for api_version, kind in WORKLOAD_KINDS:
-            try:
-                resource = self._resource(api_version, kind)
-            except ResourceNotFoundError:
-                continue  # e.g. LeaderWorkerSet's CRD is not installed: nothing of that kind to own
-            answer = resource.get(label_selector=LABEL_ISVC, header_params={"Accept": METADATA_LIST}, serialize=False)
-            for item in json.loads(answer.data).get("items") or []:  # null when there are none
+            for item in self._pages(api_version, kind, {"Accept": METADATA_LIST}):
                 meta = item.get("metadata") or {}
                 found = owner({**item, "kind": kind})
                 if found is not None and found[1]:
@@ -289,25 +285,41 @@ class Kube:
                     owned.setdefault(found[1], {})[(kind, meta.get("name", ""))] = applied
         return owned
 
-    def list_status_objects(self) -> list[dict[str, Any]]:
+    def list_status_objects(self) -> list[Manifest]:
         """Every object InferenceServices own that their readiness reads (their workloads' status,
-        their Services' ports, their pods), whole, one listing per kind for the whole cluster, the
-        kinds at once (the API server reads one while this process parses another)."""
+        their Services' ports, their pods), one listing per kind for the whole cluster, the kinds at
+        once (the API server reads one while this process parses another), each page trimmed to
+        what readiness reads before the next is asked for: whole, thousands of pods and
+        Deployments are most of the controller's memory."""
         with ThreadPoolExecutor(len(STATUS_KINDS)) as pool:
-            listed = list(pool.map(lambda kind: self._list_whole(*kind), STATUS_KINDS))
+            listed = list(pool.map(lambda kind: self._list_trimmed(*kind), STATUS_KINDS))
         return [item for items in listed for item in items]
 
-    def _list_whole(self, api_version: str, kind: str) -> list[dict[str, Any]]:
+    def _list_trimmed(self, api_version: str, kind: str) -> list[Manifest]:
+        # a list's items come without kind and apiVersion, and readiness reads both
+        return [trimmed({**item, "kind": kind, "apiVersion": api_version}) for item in self._pages(api_version, kind)]
+
+    def _pages(self, api_version: str, kind: str, headers: Mapping[str, str] | None = None) -> Iterator[dict[str, Any]]:
+        """The objects of ``kind`` carrying the InferenceService label, a page at a time (none
+        when the kind's CRD is not installed, e.g. LeaderWorkerSet's)."""
         try:
             resource = self._resource(api_version, kind)
         except ResourceNotFoundError:
-            return []
-        answer = resource.get(label_selector=LABEL_ISVC, serialize=False)
-        items: list[dict[str, Any]] = json.loads(answer.data).get("items") or []
-        for item in items:  # a list's items come without them, and readiness reads both
-            item.setdefault("kind", kind)
-            item.setdefault("apiVersion", api_version)
-        return items
+            return
+        token: str | None = None
+        while True:
+            answer = resource.get(
+                label_selector=LABEL_ISVC,
+                limit=LIST_PAGE,
+                _continue=token,
+                header_params=dict(headers or {}),
+                serialize=False,
+            )
+            page = json.loads(answer.data)
+            yield from page.get("items") or []  # null when there are none
+            token = (page.get("metadata") or {}).get("continue") or None
+            if token is None:
+                return
 
     def delete(self, isvc: Manifest, workload: WorkloadKey, uid: str) -> None:
         """Delete a workload ``isvc`` no longer renders (``uid``: that object, not a newer one of its name)."""

@@ -24,6 +24,8 @@ STATUS_KINDS = (
     ("v1", "Pod"),
 )
 STATUS_KIND_NAMES = frozenset(kind for _, kind in STATUS_KINDS)
+_UNREAD_METADATA = frozenset({"managedFields", "annotations"})  # annotations: kept less the one below
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def owner(obj: Manifest) -> tuple[IsvcKey, str] | None:
@@ -40,15 +42,27 @@ def owner(obj: Manifest) -> tuple[IsvcKey, str] | None:
     return None
 
 
-def _trimmed(obj: Manifest) -> Manifest:
-    """What readiness reads of an object, kept: its managedFields and (but a Service's ports) its
-    spec are most of a pod's or a Deployment's size, and thousands of them are held."""
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
-    kept: dict[str, Any] = {k: v for k, v in obj.items() if k not in ("metadata", "spec")}
-    kept["metadata"] = meta
+def trimmed(obj: Manifest) -> Manifest:
+    """What readiness reads of an object, copied: its managedFields, kubectl's last applied
+    configuration and (but a Service's ports) its spec are most of a pod's or a Deployment's size,
+    and thousands of them are held. A copy, so the parsed listing it came from is freed whole."""
+    meta = obj.get("metadata") or {}
+    kept: dict[str, Any] = {k: _copied(v) for k, v in obj.items() if k not in ("metadata", "spec")}
+    kept["metadata"] = {k: _copied(v) for k, v in meta.items() if k not in _UNREAD_METADATA}
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping):
+        kept["metadata"]["annotations"] = {k: v for k, v in annotations.items() if k != _LAST_APPLIED}
     if obj.get("kind") == "Service":
-        kept["spec"] = {"ports": (obj.get("spec") or {}).get("ports")}
+        kept["spec"] = {"ports": _copied((obj.get("spec") or {}).get("ports"))}
     return kept
+
+
+def _copied(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    return value
 
 
 def _keys(obj: Manifest) -> tuple[IsvcKey, ObjectKey] | None:
@@ -81,7 +95,7 @@ class Observed:
             self._seq += 1
             objects = self._objects.setdefault(isvc, {})
             if event_type != "DELETED":
-                objects[key] = (self._seq, _trimmed(obj))
+                objects[key] = (self._seq, trimmed(obj))
             elif not self._listed:
                 objects[key] = (self._seq, None)
             else:
@@ -90,13 +104,13 @@ class Observed:
                     del self._objects[isvc]
 
     def listed(self, objects: Sequence[Manifest], start: int) -> None:
-        """Every owned object of the status kinds, listed after ``mark()`` gave ``start``: what no
-        watch event showed since is as listed."""
+        """Every owned object of the status kinds (``trimmed`` already), listed after ``mark()``
+        gave ``start``: what no watch event showed since is as listed."""
         fresh: dict[IsvcKey, dict[ObjectKey, Manifest]] = {}
         for obj in objects:
             keys = _keys(obj)
             if keys is not None:
-                fresh.setdefault(keys[0], {})[keys[1]] = _trimmed(obj)
+                fresh.setdefault(keys[0], {})[keys[1]] = obj
         with self._lock:
             self._listed = True
             for isvc in set(self._objects) | set(fresh):

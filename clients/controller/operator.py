@@ -11,6 +11,7 @@ import json
 import logging
 import signal
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,6 +25,7 @@ from clients.controller.kube import CATALOG_KINDS, GROUP, PLURALS, VERSION, WORK
 from clients.controller.reconcile import Unavailable
 from clients.controller.workqueue import MAX_DELAY, WorkQueue
 from clients.renderer.metadata import LABEL_ISVC
+from policyd.heap import give_back_heap
 
 log = logging.getLogger("policyd.controller")
 AUDIT_INTERVAL = 300.0  # seconds; a safety net; gaps in a watch trigger an audit at once
@@ -32,8 +34,24 @@ NOT_READY_DELAY = 1.0
 EXPECTED = (Unavailable, Retry, ApiException, urllib3.exceptions.HTTPError)
 
 
+class NoDiffBase(kopf.DiffBaseStorage):
+    """No change detection: kopf copies every object it is shown (managedFields and all) to find
+    what changed for state-keeping handlers (on.create, on.update…), and the controller has only
+    on.event handlers. At start, those copies were a third of its CPU over thousands of pods."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None) -> kopf.BodyEssence:
+        return kopf.BodyEssence()
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        return None
+
+
 def settings() -> kopf.OperatorSettings:
     s = kopf.OperatorSettings()
+    s.persistence.diffbase_storage = NoDiffBase()
     s.posting.enabled = False  # kopf's own events about its handlers: the controller records its own
     # OME's CRDs are found once at start, not watched: that would need cluster-wide read of every CRD
     s.scanning.disabled = True
@@ -42,6 +60,11 @@ def settings() -> kopf.OperatorSettings:
     s.networking.request_timeout = 60
     s.queueing.idle_timeout = 1.0  # the handlers only enqueue: idle workers may go, and stopping waits for them
     s.queueing.exit_timeout = 1.0
+    # what InferenceServices own is filtered by the API server (in a real cluster most pods, Services
+    # and service accounts are someone else's), and listed in pages, each handed on before the next
+    s.watching.chunk_size = 500
+    for group, version, plural, _ in OWNED_RESOURCES:
+        s.watching.label_selectors[group, version, plural] = LABEL_ISVC
     return s
 
 
@@ -74,12 +97,22 @@ OWNED_PLURALS = {
 }
 
 
+# (group, version, plural, kind) of each kind InferenceServices own: the workloads applied, and their pods
+OWNED_RESOURCES = tuple(
+    (*api_version.rpartition("/")[::2], OWNED_PLURALS[kind], kind)
+    for api_version, kind in (*WORKLOAD_KINDS, ("v1", "Pod"))
+)
+
+
 def registry(controller: Controller, queue: WorkQueue) -> kopf.OperatorRegistry:
+    """The handlers are coroutines: they only record and queue, without I/O, so they run on the
+    event loop, as the work queue must be used (kopf runs a plain function on a thread of its
+    executor, a hop per event that was most of the start's CPU)."""
     reg = kopf.OperatorRegistry()
     kopf.on.login(registry=reg)(login)
     for kind in (*CATALOG_KINDS, "InferenceService"):
 
-        def observe(event: kopf.RawEvent, kind: str = kind, **_: Any) -> None:
+        async def observe(event: kopf.RawEvent, kind: str = kind, **_: Any) -> None:
             obj = dict(event["object"])
             obj.setdefault("kind", kind)  # objects of a listing come without it
             for key in controller.observe(event["type"], obj):
@@ -88,20 +121,19 @@ def registry(controller: Controller, queue: WorkQueue) -> kopf.OperatorRegistry:
         kopf.on.event(GROUP, VERSION, PLURALS[kind], registry=reg, id=f"observe-{PLURALS[kind]}")(observe)
     # what InferenceServices own (the workloads applied, and their pods): deletions and edits
     # repaired, status reported
-    for api_version, kind in (*WORKLOAD_KINDS, ("v1", "Pod")):
-        group, _, version = api_version.rpartition("/")
-        plural = OWNED_PLURALS[kind]
+    for group, version, plural, kind in OWNED_RESOURCES:
+        api_version = f"{group}/{version}" if group else version
 
-        def observe_owned(event: kopf.RawEvent, kind: str = kind, api_version: str = api_version, **_: Any) -> None:
+        async def observe_owned(
+            event: kopf.RawEvent, kind: str = kind, api_version: str = api_version, **_: Any
+        ) -> None:
             obj = dict(event["object"])
             obj.setdefault("kind", kind)  # objects of a listing come without them
             obj.setdefault("apiVersion", api_version)
             for key in controller.observe_owned(event["type"], obj):
                 queue.add(key)
 
-        kopf.on.event(group, version, plural, labels={LABEL_ISVC: kopf.PRESENT}, registry=reg, id=f"observe-{plural}")(
-            observe_owned
-        )
+        kopf.on.event(group, version, plural, registry=reg, id=f"observe-{plural}")(observe_owned)
     return reg
 
 
@@ -153,6 +185,8 @@ async def report_caught_up(controller: Controller, queue: WorkQueue, started: fl
         await queue.idle()
         if controller.catalog_ready:
             log.info("caught up", extra={"seconds": round(time.monotonic() - started, 3)})
+            # the start's listings and decisions are garbage now: glibc keeps their free space unless asked
+            give_back_heap()
             return
         await asyncio.sleep(0.5)  # the first audit is failing: its retry is not due yet
 

@@ -36,6 +36,7 @@ from policyd.grpc_process import (
     stop_signal,
     wait_for_stop_signal,
 )
+from policyd.heap import give_back_heap, settle_heap
 from policyd.kube.sync import ClusterCatalog
 from policyd.kubeconfig import ConfigError, load_configuration
 from policyd.logs import configure_logging
@@ -43,7 +44,6 @@ from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.resources.kinds import OME_KINDS
 from policyd.server import observability as obs
 from policyd.server.authz import Authorizer, AuthzError
-from policyd.server.heap import give_back_heap, settle_heap
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.statedir import StateDir, StateDirError

@@ -8,6 +8,7 @@ from typing import Any
 
 from render.builders import make_isvc, make_runtime, run, runner
 
+from clients.controller.observed import trimmed
 from clients.controller.outcome import Condition
 from clients.controller.readiness import Readiness, readiness, severity, status_fields
 
@@ -425,3 +426,34 @@ def test_status_fields_remove_what_is_gone_as_a_merge_patch() -> None:
     fields = status_fields(status, {**isvc, "status": was})
     assert "url" not in fields
     assert fields["components"] == {"engine": {"url": None}, "router": None}
+
+
+def test_the_controller_keeps_of_each_object_all_that_readiness_reads() -> None:
+    """observed.trimmed (what the controller holds of thousands of objects) drops specs but a
+    Service's ports, managedFields and kubectl's last applied configuration: the status is the same."""
+    runtime = _runtime(decoderConfig={"runner": runner()}, routerConfig={"runner": runner()})
+    isvc = _isvc(engine={}, decoder={}, router={})
+    objects = _live(isvc, runtime, engine=[UNAVAILABLE, PROGRESSING], decoder=[AVAILABLE], router=[UNAVAILABLE])
+    for obj in objects:
+        meta = obj["metadata"]
+        meta["managedFields"] = [{"manager": "policyd-controller", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]
+        meta.setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+    engine, router = _workload(objects, "Deployment"), _workload(objects, "Deployment", "router")
+    crashing = {
+        "name": "ome-container",
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": {"terminated": {"reason": "Error", "exitCode": 1, "message": "CUDA out of memory"}},
+    }
+    pods = [
+        _running(engine, "svc-engine-5d9c-a", created="2025-06-01T09:00:00Z"),
+        _pod(engine, "svc-engine-7f1e-b", created="2025-06-01T11:00:00Z", containerStatuses=[crashing]),
+        _unschedulable(router, "svc-router-1a2b-c"),
+    ]
+    for pod in pods:
+        pod["spec"] = {"containers": [{"name": "ome-container", "image": "sglang"}]}
+    whole = readiness(isvc, objects, pods)
+    kept = readiness(isvc, [trimmed(o) for o in objects], [trimmed(p) for p in pods])
+    assert kept == whole
+    assert _condition(whole, "RouterReady").message.endswith(SCHEDULER)  # the pods were read
+    for obj in (engine, pods[0]):
+        assert "spec" not in trimmed(obj) and "managedFields" not in trimmed(obj)["metadata"]
