@@ -85,17 +85,24 @@ def admit_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision, fas
         if resolution.refusal is not None:
             return _denied(revision, catalog, isvc, resolution.refusal)
         return admitted([resolution.warning] if resolution.warning else [])
-    if refusals:
+    if base["isvc_full_runner"]:  # the engine runs its own runner: OME selects nothing
+        refusals = [r for r in refusals if not r.in_selection]
+        return _denied(revision, catalog, isvc, refusals[0]) if refusals else admitted()
+    if refusals and not refusals[0].in_selection:
         return _denied(revision, catalog, isvc, refusals[0])
     if subject.model is None:
         return admitted()
+    if refusals:
+        return _no_runtime(revision, subject.model.meta.name, refusals[0])
     selection = orchestrator.select_reviewed(revision, catalog, subject, base, fast)
     if selection.refusal is None:
         return admitted(selection.warnings)
-    if base["isvc_full_runner"]:
-        return admitted()  # the engine runs its own runner: nothing needs selecting
-    found = selection.refusal
-    values = {"model_name": subject.model.meta.name, "error": found.message}
+    return _no_runtime(revision, subject.model.meta.name, selection.refusal)
+
+
+def _no_runtime(revision: Revision, model_name: str, found: Refusal) -> Admission:
+    """The webhook's denial when selecting a runtime failed, around what the selection said."""
+    values = {"model_name": model_name, "error": found.message}
     message = templates.render(revision.policy.messages["admission_no_runtime"], values)
     return Admission(Refusal(found.kind, message, found.field, found.condition_reason, message, "", found.order))
 

@@ -279,9 +279,10 @@ def _verdict(
 
 
 def _missing_model(refusals: Sequence[Refusal], ref: ModelRef, field: str) -> InvalidInput:
-    """Explaining a model that does not exist is bad input naming ``field``, in the policy's words."""
-    message = refusals[0].message if refusals else f"{ref.kind} {ref.name} not found"
-    return InvalidInput(field, message)
+    """Explaining a model that does not exist is bad input naming ``field``, in the policy's words:
+    the refusal about the model (spec.model.name), not another the request also has."""
+    about = next((r for r in refusals if r.field == "spec.model.name" and r.message), None)
+    return InvalidInput(field, about.message if about else f"{ref.kind} {ref.name} not found")
 
 
 def select(catalog: Catalog, isvc: InferenceService, revision: Revision, fast: bool = True) -> Selection:
@@ -311,8 +312,10 @@ def _select(revision: Revision, catalog: Catalog, subject: Subject, base: Record
     messages = policy.messages
     if ranking:
         values = {"runtime_name": ranking[0].runtime.meta.name, "model_name": subject.model.meta.name}
-        # The admission webhook speaks only for InferenceServices with an engine section.
-        warnings = (templates.render(messages["auto_selected"], values),) if "engine" in isvc.components else ()
+        # The admission webhook speaks only for InferenceServices with an engine section, and
+        # selects nothing for an engine with a complete runner of its own
+        speaks = "engine" in isvc.components and not base["isvc_full_runner"]
+        warnings = (templates.render(messages["auto_selected"], values),) if speaks else ()
         return Selection(tuple(ranking), None, warnings, (), judged)
     if candidates is not None:  # nothing selectable: OME's message speaks of every runtime in scope
         scope = catalog.in_scope(subject.namespace)
@@ -350,12 +353,12 @@ def _none_selectable(
         counts = {"checked": len(scope), "namespaced": namespaced, "cluster": len(scope) - namespaced}
         text += templates.render(messages["checked_runtimes"], counts)
     if excluded:
+        # OME keys the list by name, the cluster runtimes after the namespace's: a name used at both
+        # scopes is listed once, with the ClusterServingRuntime's reason
+        reasons = {v.runtime.meta.name: v.reason.message for v in excluded if v.reason is not None}
         items = [
-            templates.render(
-                messages["excluded_item"], {"runtime_name": v.runtime.meta.name, "reason": v.reason.message}
-            )
-            for v in excluded
-            if v.reason is not None
+            templates.render(messages["excluded_item"], {"runtime_name": name, "reason": reason})
+            for name, reason in reasons.items()
         ]
         text += templates.render(
             messages["excluded_runtimes"], {"list": _listed(items, messages["excluded_separator"])}

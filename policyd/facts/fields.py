@@ -85,12 +85,49 @@ CORE_FIELDS: dict[str, Field] = {
         BOOL, REQUEST, "its value is a decimal integer (as Go's strconv.Atoi reads one)", True
     ),
     "isvc_target_utilization": Field(INT, REQUEST, "that integer (0 when it is none)", 80),
+    # KEDA's settings, checked with the keda autoscaler class: spec.kedaConfig's (set and not empty)
+    # and the autoscaling.keda.sh annotations'
+    "isvc_keda_config_operator_set": Field(BOOL, REQUEST, "spec.kedaConfig set scalingOperator"),
+    "isvc_keda_config_operator": Field(STR, REQUEST, "that operator"),
+    "isvc_keda_config_threshold_set": Field(BOOL, REQUEST, "spec.kedaConfig set scalingThreshold"),
+    "isvc_keda_config_threshold": Field(STR, REQUEST, "that threshold"),
+    "isvc_keda_config_threshold_number": Field(BOOL, REQUEST, "strconv.ParseFloat reads it (true when unset)", True),
+    "isvc_keda_config_address_set": Field(BOOL, REQUEST, "spec.kedaConfig set promServerAddress"),
+    "isvc_keda_config_address": Field(STR, REQUEST, "that address"),
+    "isvc_keda_config_address_error": Field(STR, REQUEST, "url.Parse's error for it, empty when it parses"),
+    "isvc_keda_config_address_scheme": Field(STR, REQUEST, "its scheme, lower-case"),
+    "isvc_keda_config_address_host": Field(BOOL, REQUEST, "it names a host (true when unset)", True),
+    "isvc_keda_annotation_operator_set": Field(BOOL, REQUEST, "the autoscaling.keda.sh/ annotations set operator"),
+    "isvc_keda_annotation_operator": Field(STR, REQUEST, "that operator"),
+    "isvc_keda_annotation_threshold_set": Field(BOOL, REQUEST, "the autoscaling.keda.sh/ annotations set threshold"),
+    "isvc_keda_annotation_threshold": Field(STR, REQUEST, "that threshold"),
+    "isvc_keda_annotation_threshold_number": Field(
+        BOOL, REQUEST, "strconv.ParseFloat reads it (true when unset)", True
+    ),
+    "isvc_keda_annotation_address_set": Field(
+        BOOL, REQUEST, "the autoscaling.keda.sh/ annotations set prometheus.serverAddress"
+    ),
+    "isvc_keda_annotation_address": Field(STR, REQUEST, "that address"),
+    "isvc_keda_annotation_address_error": Field(STR, REQUEST, "url.Parse's error for it, empty when it parses"),
+    "isvc_keda_annotation_address_scheme": Field(STR, REQUEST, "its scheme, lower-case"),
+    "isvc_keda_annotation_address_host": Field(BOOL, REQUEST, "it names a host (true when unset)", True),
+    "isvc_keda_auth_mode_unknown": Field(
+        STR,
+        REQUEST,
+        "the first of spec.kedaConfig.authModes' comma-separated modes not one of KEDA's (basic, tls, bearer, custom)",
+    ),
     # the model
     "model_found": Field(BOOL, MODEL, "the base model the InferenceService names exists", True),
     "model_name": Field(STR, MODEL, "metadata.name of the model (the referenced name when it is missing)"),
     "model_kind": Field(STR, MODEL, "BaseModel or ClusterBaseModel"),
     "model_disabled": Field(BOOL, MODEL, "spec.disabled is true"),
     "model_distribution": Field(STR, MODEL, "spec.distribution"),
+    "model_input_notes": Field(
+        STR,
+        MODEL,
+        "what OME reads otherwise than written — a size it reads as 0, a version that matches none, an unknown"
+        " operator it reads as Equal — each naming its field, joined with '; ' (empty when none)",
+    ),
     "model_size_known": Field(BOOL, MODEL, "spec.modelParameterSize is set"),
     "model_size": Field(STR, MODEL, "spec.modelParameterSize as written"),
     "model_format_label": Field(
@@ -118,7 +155,22 @@ CORE_FIELDS: dict[str, Field] = {
     "runtime_images": Field(LIST, RUNTIME, "every runner image the runtime declares"),
     "runtime_image_unpinned": Field(BOOL, RUNTIME, "some runner image has no tag or digest, or uses the tag latest"),
     "runtime_disabled": Field(BOOL, RUNTIME, "spec.disabled is true"),
-    "runtime_autoscaler_policy_ref": Field(BOOL, RUNTIME, "the runtime sets spec.autoscalerPolicyRef"),
+    "runtime_autoscaler_policy_ref": Field(
+        BOOL, RUNTIME, "the runtime sets an autoscalerPolicyRef: at the top of its spec or in a component's config"
+    ),
+    "runtime_autoscaler_policy_ref_at": Field(
+        STR,
+        RUNTIME,
+        "where, relative to spec: autoscalerPolicyRef, else engineConfig., decoderConfig. or"
+        " routerConfig.autoscalerPolicyRef",
+    ),
+    "runtime_input_notes": Field(
+        STR,
+        RUNTIME,
+        "what OME reads otherwise than written — a size it reads as 0, a version that matches none, an unknown"
+        " operator it reads as Equal, a size range whose min exceeds its max — each naming its field, joined"
+        " with '; ' (empty when none)",
+    ),
     "runtime_scaling_mode": Field(
         STR, RUNTIME, "the runtime's spec.scalingPolicy.mode (Independent when it sets none), empty without a policy"
     ),
@@ -307,7 +359,8 @@ CORE_FIELDS: dict[str, Field] = {
     "admit_entry_format": Field(
         STR,
         ADMIT_PAIR,
-        "the reviewed runtime's entry's supportedModelFormats[].name, else its modelFormat.name (catalog runtimes set no name)",
+        "the reviewed runtime's entry's supportedModelFormats[].name, else its modelFormat.name"
+        " (catalog runtimes set no name)",
     ),
     "admit_both_auto_select": Field(BOOL, ADMIT_PAIR, "both entries set autoSelect: true"),
     "admit_same_priority": Field(BOOL, ADMIT_PAIR, "both entries set the same priority"),

@@ -1,11 +1,14 @@
 """What OME's InferenceService webhook reads besides the decision's facts: the name's format,
-the engine's own runner, the autoscaler annotations (the keys of OME's pkg/constants)."""
+the engine's own runner, the autoscaler annotations (the keys of OME's pkg/constants), and the
+KEDA settings it checks for the keda class (spec.kedaConfig and KEDA's annotations)."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from policyd.resources.objects import InferenceService
 
@@ -13,6 +16,16 @@ NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 AUTOSCALER_CLASS = "ome.io/autoscalerClass"
 AUTOSCALER_METRICS = "ome.io/metrics"
 TARGET_UTILIZATION = "ome.io/targetUtilizationPercentage"
+KEDA_OPERATOR = "autoscaling.keda.sh/operator"
+KEDA_THRESHOLD = "autoscaling.keda.sh/threshold"
+KEDA_PROMETHEUS = "autoscaling.keda.sh/prometheus.serverAddress"
+KEDA_AUTH_MODES = ("basic", "tls", "bearer", "custom")  # KEDA's authModes (OME's kedaValidAuthModes)
+# strconv.ParseFloat of a decimal or hexadecimal number, "inf"/"infinity"/"nan", underscores only
+# between digits of a prefixed number; Python's float() also takes spaces and bare underscores
+_GO_FLOAT = re.compile(
+    r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|0[xX](?:[0-9a-fA-F_]+\.?[0-9a-fA-F_]*|\.[0-9a-fA-F_]+)[pP][+-]?\d+"
+    r"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])"
+)
 _ATOI = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: an optional sign, decimal digits
 _INT64 = 2**63
 
@@ -41,6 +54,75 @@ def _atoi(text: str) -> int | None:
     return value if -_INT64 <= value < _INT64 else None
 
 
+def _go_float(text: str) -> bool:
+    """Whether strconv.ParseFloat(text, 64) reads it (out of range is an error too)."""
+    if not _GO_FLOAT.fullmatch(text):
+        return False
+    if text.lstrip("+-")[:2].lower() == "0x":
+        return True  # hexadecimal: Python's float() does not read it; its exponents stay in range here
+    return "inf" in text.lower() or "nan" in text.lower() or math.isfinite(float(text))
+
+
+def _address(text: str) -> tuple[str, bool, str]:
+    """(scheme, a host is set, url.Parse's error or "") of a Prometheus server address."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        return "", False, f'parse "{text}": net/url: invalid control character in URL'
+    if text.startswith(":"):
+        return "", False, f'parse "{text}": missing protocol scheme'
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # an unclosed IPv6 host
+        return "", False, f"parse \"{text}\": missing ']' in host"
+    return parts.scheme.lower(), bool(parts.netloc.rpartition("@")[2]), ""
+
+
+def _keda_facts(prefix: str, operator: str | None, threshold: str | None, address: str | None) -> dict[str, Any]:
+    scheme, host, error = _address(address or "")
+    return {
+        f"{prefix}_operator_set": operator is not None,
+        f"{prefix}_operator": operator or "",
+        f"{prefix}_threshold_set": threshold is not None,
+        f"{prefix}_threshold": threshold or "",
+        f"{prefix}_threshold_number": threshold is None or _go_float(threshold),
+        f"{prefix}_address_set": address is not None,
+        f"{prefix}_address": address or "",
+        f"{prefix}_address_error": error,
+        f"{prefix}_address_scheme": scheme,
+        f"{prefix}_address_host": address is None or host,
+    }
+
+
+def _set(config: Mapping[str, Any], key: str) -> str | None:
+    """A kedaConfig string OME checks: only when set and not empty."""
+    value = config.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def keda_facts(isvc: InferenceService | None) -> dict[str, Any]:
+    """spec.kedaConfig's and KEDA's annotations' settings, as OME's validateKEDAConfig reads them."""
+    annotations = isvc.meta.annotations if isvc else {}
+    spec = isvc.raw.get("spec") if isvc else None
+    config = spec.get("kedaConfig") if isinstance(spec, Mapping) else None
+    config = config if isinstance(config, Mapping) else {}
+    modes = [m.strip() for m in (_set(config, "authModes") or "").split(",") if m.strip()]
+    unknown = [m for m in modes if m not in KEDA_AUTH_MODES]
+    return {
+        **_keda_facts(
+            "isvc_keda_config",
+            _set(config, "scalingOperator"),
+            _set(config, "scalingThreshold"),
+            _set(config, "promServerAddress"),
+        ),
+        **_keda_facts(
+            "isvc_keda_annotation",
+            annotations.get(KEDA_OPERATOR),
+            annotations.get(KEDA_THRESHOLD),
+            annotations.get(KEDA_PROMETHEUS),
+        ),
+        "isvc_keda_auth_mode_unknown": unknown[0] if unknown else "",
+    }
+
+
 def isvc_check_facts(isvc: InferenceService | None) -> dict[str, Any]:
     annotations = isvc.meta.annotations if isvc else {}
     spec = isvc.raw.get("spec") if isvc else None
@@ -56,4 +138,5 @@ def isvc_check_facts(isvc: InferenceService | None) -> dict[str, Any]:
         "isvc_target_utilization_set": utilization is not None,
         "isvc_target_utilization_integer": utilization is None or parsed is not None,
         "isvc_target_utilization": 80 if utilization is None else parsed or 0,
+        **keda_facts(isvc),
     }

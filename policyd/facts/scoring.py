@@ -28,8 +28,8 @@ class Scoring:
         return total * int(record["priority"] if priority is None else priority)
 
     def runtime_score(self, entries: Sequence[Mapping[str, Any]]) -> int:
-        """The best score among the entries that count (0 when none does)."""
-        return max((self.entry_score(e) for e in entries if all(e[f] for f in self.count)), default=0)
+        """The best score among the entries that count; OME's starts at 0, so never below."""
+        return max([0, *(self.entry_score(e) for e in entries if all(e[f] for f in self.count))])
 
     def matched_entry(self, entries: Sequence[Mapping[str, Any]], auto_selected: bool) -> int:
         """The index of the entry whose settings (acceleratorConfig) apply: the first best-scored one."""

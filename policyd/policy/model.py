@@ -46,6 +46,8 @@ class Rule:
     source: str
     line: int
     needs_engine: bool = False  # admission: engine: the webhook checks it only with spec.engine
+    # admission: selection: as engine, and without spec.runtime it is part of the runtime's selection
+    in_selection: bool = False
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ class Refusal:
     component: str = ""
     admission: bool = True  # the webhook refuses (false: only the condition reports it)
     needs_engine: bool = False  # the webhook checks it only when the InferenceService has spec.engine
+    in_selection: bool = False  # without spec.runtime, the webhook's selection of a runtime makes it
 
 
 def rule_reason(rule: Rule, record: Record) -> Reason:
@@ -68,6 +69,7 @@ def refusal(policy: Policy, rule: Rule, record: Record, named: bool = False, com
         component=component,
         admission=rule.admission,
         needs_engine=rule.needs_engine,
+        in_selection=rule.in_selection,
     )
 
 

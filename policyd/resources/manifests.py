@@ -36,8 +36,8 @@ from policyd.resources.objects import (
     VersionedName,
     pack,
 )
-from policyd.resources.sizes import parse_size
-from policyd.resources.versions import check_operator, parse_version
+from policyd.resources.sizes import parse_size, unreadable_size
+from policyd.resources.versions import Version, parse_version, read_operator, unreadable_version
 
 OME_GROUP = f"{ome.GROUP}/"
 API_VERSION = ome.API_VERSION
@@ -118,7 +118,27 @@ def _meta(doc: Mapping[str, Any], namespaced: bool) -> Meta:
     )
 
 
-def _versioned(doc: Mapping[str, Any] | None, path: str, entry: bool) -> VersionedName | None:
+def _version(text: str, field: str, notes: list[str]) -> Version | None:
+    """The version OME compares, or None where it reads none (its comparisons then fail)."""
+    if not text:
+        return None
+    try:
+        return parse_version(text, field)
+    except InvalidInput:
+        notes.append(unreadable_version(field, text))
+        return None
+
+
+def _size(text: str, field: str, notes: list[str]) -> float:
+    """The parameter count OME reads: 0 for what it cannot read."""
+    size = parse_size(text)
+    if size is None:
+        notes.append(unreadable_size(field, text))
+        return 0.0
+    return size
+
+
+def _versioned(doc: Mapping[str, Any] | None, path: str, entry: bool, notes: list[str]) -> VersionedName | None:
     if doc is None:
         return None
     name = f.string(doc, "name", f"{path}.name", required=entry)
@@ -127,13 +147,16 @@ def _versioned(doc: Mapping[str, Any] | None, path: str, entry: bool) -> Version
     if weight is not None and not INT32[0] <= weight <= INT32[1]:
         # the CRD says int64; the contract (VersionedName.weight) and the score carry 32 bits
         raise InvalidInput(f"{path}.weight", f"must be between {INT32[0]} and {INT32[1]}, got {weight}")
+    operator, note = read_operator(f.string(doc, "operator", f"{path}.operator"), f"{path}.operator")
+    if note:
+        notes.append(note)
     return VersionedName(
         name=name,
         version=version,
-        parsed=parse_version(version, f"{path}.version") if version else None,
+        parsed=_version(version, f"{path}.version", notes),
         # OME records version "" for a model_index.json without _diffusers_version: set, matching nothing
         version_set=doc.get("version") is not None,
-        operator=check_operator(f.string(doc, "operator", f"{path}.operator"), f"{path}.operator"),
+        operator=operator,
         weight=1 if weight is None else weight,
         weight_set=weight is not None,
     )
@@ -179,14 +202,17 @@ def parse_model(doc: Mapping[str, Any]) -> BaseModel:
     spec = f.obj(doc, "spec", "spec") or {}
     size_text = f.string(spec, "modelParameterSize", "spec.modelParameterSize")
     storage = f.obj(spec, "storage", "spec.storage") or {}
+    notes: list[str] = []
+    model_format = _versioned(f.obj(spec, "modelFormat", "spec.modelFormat"), "spec.modelFormat", False, notes)
+    framework = _versioned(f.obj(spec, "modelFramework", "spec.modelFramework"), "spec.modelFramework", False, notes)
     return BaseModel(
         kind=kind,
         meta=meta,
-        format=_versioned(f.obj(spec, "modelFormat", "spec.modelFormat"), "spec.modelFormat", entry=False),
-        framework=_versioned(f.obj(spec, "modelFramework", "spec.modelFramework"), "spec.modelFramework", entry=False),
+        format=model_format,
+        framework=framework,
         architecture=f.string(spec, "modelArchitecture", "spec.modelArchitecture"),
         quantization=f.string(spec, "quantization", "spec.quantization"),
-        size=parse_size(size_text, "spec.modelParameterSize") if size_text else None,
+        size=_size(size_text, "spec.modelParameterSize", notes) if size_text else None,
         size_text=size_text,
         pipeline=_pipeline(spec, "spec.diffusionPipeline"),
         disabled=f.boolean(spec, "disabled", "spec.disabled", False),
@@ -195,18 +221,19 @@ def parse_model(doc: Mapping[str, Any]) -> BaseModel:
         storage_path=f.string(storage, "path", "spec.storage.path"),
         packed=pack(doc),
         digest=content_digest(doc),
+        notes=tuple(notes),
     )
 
 
-def _entry(doc: Any, index: int) -> Entry:
+def _entry(doc: Any, index: int, notes: list[str]) -> Entry:
     path = f"spec.supportedModelFormats[{index}]"
     if not isinstance(doc, Mapping):
         raise InvalidInput(path, "must be an object")
     model_format = _versioned(
-        f.obj(doc, "modelFormat", f"{path}.modelFormat", required=True), f"{path}.modelFormat", True
+        f.obj(doc, "modelFormat", f"{path}.modelFormat", required=True), f"{path}.modelFormat", True, notes
     )
     framework = _versioned(
-        f.obj(doc, "modelFramework", f"{path}.modelFramework", required=True), f"{path}.modelFramework", True
+        f.obj(doc, "modelFramework", f"{path}.modelFramework", required=True), f"{path}.modelFramework", True, notes
     )
     assert model_format is not None and framework is not None  # required=True above
     return Entry(
@@ -280,13 +307,23 @@ def _images(spec: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _autoscaler_policy_ref(spec: Mapping[str, Any]) -> str:
+    """Where the runtime sets an autoscalerPolicyRef (relative to spec, the top level first), or ""."""
+    for where in ("", *(f"{component}Config" for component in COMPONENTS)):
+        node = spec.get(where) if where else spec
+        if isinstance(node, Mapping) and node.get("autoscalerPolicyRef") is not None:
+            return f"{where}.autoscalerPolicyRef" if where else "autoscalerPolicyRef"
+    return ""
+
+
 def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
     kind = f.one_of(f.string(doc, "kind", "kind", required=True), RUNTIME_KINDS, "kind", "runtime kind")
     check_api_version(doc, kind)
     meta = _meta(doc, namespaced=kind in NAMESPACED_KINDS)
     spec = f.obj(doc, "spec", "spec") or {}
+    notes: list[str] = []
     entries = tuple(
-        _entry(e, i) for i, e in enumerate(f.items(spec, "supportedModelFormats", "spec.supportedModelFormats"))
+        _entry(e, i, notes) for i, e in enumerate(f.items(spec, "supportedModelFormats", "spec.supportedModelFormats"))
     )
     _check_scores(entries)
     size_range = None
@@ -297,11 +334,11 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
             size_range = SizeRange(
                 min_text=low,
                 max_text=high,
-                min=parse_size(low, "spec.modelSizeRange.min") if low else 0.0,
-                max=parse_size(high, "spec.modelSizeRange.max") if high else float("inf"),
+                min=_size(low, "spec.modelSizeRange.min", notes) if low else 0.0,
+                max=_size(high, "spec.modelSizeRange.max", notes) if high else float("inf"),
             )
             if size_range.min > size_range.max:
-                raise InvalidInput("spec.modelSizeRange", f"min {low} is greater than max {high}")
+                notes.append(f"spec.modelSizeRange: min {low!r} is greater than max {high!r}; no model size is in it")
     classes = None
     if (req := f.obj(spec, "acceleratorRequirements", "spec.acceleratorRequirements")) is not None:
         classes = f.strings(req, "acceleratorClasses", "spec.acceleratorRequirements.acceleratorClasses")
@@ -319,11 +356,12 @@ def parse_runtime(doc: Mapping[str, Any]) -> ServingRuntime:
         disabled=f.boolean(spec, "disabled", "spec.disabled", False),
         components=components,
         images=_images(spec),
-        autoscaler_policy_ref=spec.get("autoscalerPolicyRef") is not None,
+        autoscaler_policy_ref=_autoscaler_policy_ref(spec),
         scaling_mode=_scaling_mode(spec, "spec.scalingPolicy"),
         packed=pack(doc),
         digest=content_digest(doc),
         shape=content_digest({k: v for k, v in doc.items() if k != "metadata"}),
+        notes=tuple(notes),
     )
 
 

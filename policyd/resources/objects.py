@@ -81,6 +81,9 @@ class BaseModel(ByConstructor):
     storage_path: str
     packed: bytes  # the whole manifest (pack)
     digest: str  # of the whole manifest: catalog revisions are built from these
+    # fields OME reads otherwise than written (a size it reads as 0, a version that matches
+    # none, an operator it reads as Equal), each a warning naming the field
+    notes: tuple[str, ...] = ()
 
     @property
     def raw(self) -> Mapping[str, Any]:
@@ -121,13 +124,14 @@ class ServingRuntime(ByConstructor):
     # component name -> annotations of engineConfig/decoderConfig/routerConfig, for declared configs only
     components: Mapping[str, Mapping[str, str]]
     images: tuple[str, ...]
-    autoscaler_policy_ref: bool
+    autoscaler_policy_ref: str  # where it sets one (autoscalerPolicyRef, engineConfig.autoscalerPolicyRef, …), or ""
     scaling_mode: str  # spec.scalingPolicy.mode, Independent when the policy sets none, empty without a policy
     packed: bytes  # the whole manifest (pack)
     digest: str  # of the whole manifest: catalog revisions are built from these
     # of the manifest without its metadata: facts that depend on the request read only this part,
     # so runtimes of one shape (copies under other names, namespaces, labels) are judged alike
     shape: str
+    notes: tuple[str, ...] = ()  # as BaseModel.notes, and a size range no size is in
 
     @property
     def namespaced(self) -> bool:
@@ -148,6 +152,7 @@ SPEC_FIELDS = (
     "images",
     "autoscaler_policy_ref",
     "scaling_mode",
+    "notes",
 )
 
 

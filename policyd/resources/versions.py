@@ -3,8 +3,8 @@
 A version is ``[v]MAJOR[.MINOR[.PATCH]]`` — only a lowercase ``v`` prefix, numbers without
 leading zeroes — where the patch part may carry, in this order of extraction, ``+build``
 metadata, a ``-pre.release`` and a ``.dev`` tail: ``4.43.0+build``,
-``4.51.3-SAM-HQ-preview``, ``4.45.0.dev0``, ``1.2.3.4``. Anything else is unreadable,
-and OME cannot read it either.
+``4.51.3-SAM-HQ-preview``, ``4.45.0.dev0``, ``1.2.3.4``. Anything else is unreadable:
+OME cannot read it either, and such a version matches none (``unreadable_version``).
 
 A version with pre-release, build or dev parts is unofficial: it matches only the very
 same version, whatever the operator. So does every comparison under ``Equal``, which
@@ -90,13 +90,17 @@ def parse_version(text: str, field: str = "version") -> Version:
     return Version(text, prefix, major, minor, patch, pre, build, dev, len(parts))
 
 
-def check_operator(operator: str, field: str = "operator") -> str:
-    """The operator, defaulted, or InvalidInput for an unknown one."""
-    if not operator:
-        return DEFAULT_OPERATOR
-    if operator not in OPERATORS:
-        raise InvalidInput(field, f"unknown operator {operator!r} (one of {', '.join(OPERATORS)})")
-    return operator
+def read_operator(operator: str, field: str) -> tuple[str, str]:
+    """The operator OME compares with (an unset or unknown one is Equal), and what a warning
+    says of an unknown one ("" for a known one)."""
+    if not operator or operator in OPERATORS:
+        return operator or DEFAULT_OPERATOR, ""
+    return DEFAULT_OPERATOR, f"{field}: {operator!r} is not an operator OME reads; it compares as {DEFAULT_OPERATOR}"
+
+
+def unreadable_version(field: str, text: str) -> str:
+    """What a warning says of a version OME cannot read (its comparisons fail)."""
+    return f"{field}: {text!r} is not a version OME reads; it matches no version"
 
 
 def version_satisfies(model: Version, entry: Version, operator: str) -> bool:

@@ -8,11 +8,10 @@ from policyd.resources.objects import BaseModel
 
 
 def format_label(model: BaseModel) -> str:
-    parts = ["mt"]
-    if model.format is not None:
-        parts.append(model.format.name)
-        if model.format.version_set:
-            parts.append(model.format.version)
+    # OME's model format is a struct, not a pointer: its name is always printed ("mt:" without one)
+    parts = ["mt", model.format.name if model.format else ""]
+    if model.format is not None and model.format.version_set:
+        parts.append(model.format.version)
     if model.architecture:
         parts.append(model.architecture)
     if model.quantization:

@@ -183,12 +183,15 @@ def _same_priority(a: ServingRuntime, b: ServingRuntime, entries: Sequence[tuple
         return False
     if pa.size_range != pb.size_range:
         return False
-    for x, y in entries:
-        ex, ey = pa.entries[x.index], pb.entries[y.index]
-        if ex.signature == ey.signature and ex.auto_select and ey.auto_select and ex.priority is not None:
-            if ex.priority == ey.priority:
-                return True
-    return False
+    pairs = ((pa.entries[x.index], pb.entries[y.index]) for x, y in entries)
+    return any(
+        ex.signature == ey.signature
+        and ex.auto_select
+        and ey.auto_select
+        and ex.priority is not None
+        and ex.priority == ey.priority
+        for ex, ey in pairs
+    )
 
 
 def _pair(

@@ -90,10 +90,53 @@ def test_without_a_base_model_a_missing_runtime_is_admitted(harness: Harness) ->
     assert list(reply.missing) == []
 
 
+MISSING_MODEL = (
+    'referenced model "nope" not found in namespace "{namespace}": ensure a BaseModel exists in this namespace'
+    " or a ClusterBaseModel exists cluster-wide with this name"
+)
+
+
 def test_the_webhook_rejects_a_base_model_that_does_not_exist(harness: Harness) -> None:
     reply = admit(harness, isvc_manifest(model={"name": "nope"}))
-    assert reply.denial.message == "ClusterBaseModel nope not found"
+    assert reply.denial.message == MISSING_MODEL.format(namespace=NAMESPACE)
     assert keys(reply) == [("ClusterBaseModel", "", "nope")]
+
+
+def test_the_webhook_looks_the_model_up_before_the_runtime_it_names(harness: Harness) -> None:
+    doc = isvc_manifest(model={"name": "nope"}, runtime={"name": "srt-x"})
+    assert admit(harness, doc).denial.message == MISSING_MODEL.format(namespace=NAMESPACE)
+
+
+FORMATLESS = "invalid model specification: modelFormat.name: model format name is required"
+
+
+def formatless_model() -> dict[str, Any]:
+    doc = model_manifest()
+    del doc["spec"]["modelFormat"]
+    return doc
+
+
+def test_a_model_without_a_format_keeps_the_webhook_s_prefix(harness: Harness) -> None:
+    reply = admit(harness, isvc_manifest(), formatless_model(), runtime_manifest())
+    assert reply.denial.message == (
+        f"no supporting runtime found for model {MODEL_NAME} and engine does not have complete runner"
+        f" configuration: {FORMATLESS}"
+    )
+
+
+def test_a_named_runtime_that_is_missing_with_a_model_without_a_format_reports_the_model(harness: Harness) -> None:
+    reply = admit(harness, isvc_manifest(runtime={"name": "srt-x"}), formatless_model())
+    assert reply.denial.message == FORMATLESS
+
+
+def test_an_engine_with_its_own_runner_gets_no_auto_selected_warning_and_needs_no_model_format(
+    harness: Harness,
+) -> None:
+    engine = {"runner": {"image": RUNNER["image"]}}
+    reply = admit(harness, isvc_manifest(engine=engine), model_manifest(), runtime_manifest())
+    assert (reply.allowed, list(reply.warnings)) == (True, [])
+    reply = admit(harness, isvc_manifest(engine=engine), formatless_model(), runtime_manifest())
+    assert (reply.allowed, list(reply.warnings)) == (True, [])
 
 
 def test_the_webhook_rejects_a_disabled_named_runtime(harness: Harness) -> None:
@@ -381,7 +424,8 @@ def test_the_same_priority_as_another_runtime_is_admitted_with_a_warning_naming_
     )
     assert reply.allowed is True
     assert list(reply.warnings) == [
-        f"same priority assigned for the model format Llama in the servingruntimes srt-a and srt-b in namespace {NAMESPACE}"
+        "same priority assigned for the model format Llama in the servingruntimes srt-a and srt-b"
+        f" in namespace {NAMESPACE}"
     ]
     cluster = plain_runtime("csr-b", kind="ClusterServingRuntime")
     reply = admit(harness, cluster, plain_runtime("csr-a", kind="ClusterServingRuntime"))
@@ -400,7 +444,8 @@ def test_entries_compare_by_value_with_the_crd_defaults(harness: Harness) -> Non
     mine = {**PLAIN, "modelFormat": {"name": "safetensors", "version": "1.0.0"}, "priority": 1}
     reply = admit(harness, plain_runtime("srt-b", supportedModelFormats=[mine]), other)
     assert list(reply.warnings) == [
-        f"same priority assigned for the model format safetensors in the servingruntimes srt-a and srt-b in namespace {NAMESPACE}"
+        "same priority assigned for the model format safetensors in the servingruntimes srt-a and srt-b"
+        f" in namespace {NAMESPACE}"
     ]
 
 
@@ -456,3 +501,111 @@ def test_a_review_is_never_answered_from_the_decision_cache_yet_the_decision_log
     assert obs.REGISTRY.get_sample_value("policyd_decision_cache_hits_total") == hits
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(r["rpc"], r["cached"]) for r in records] == [("Admit", False), ("Admit", False)]
+
+
+# -- what OME reads otherwise than written: admitted, decided as OME decides, with a warning
+
+
+def test_a_runtime_with_fields_ome_reads_otherwise_is_admitted_with_a_warning_naming_each(harness: Harness) -> None:
+    entry = {
+        **PLAIN,
+        "modelFormat": {"name": "safetensors", "version": "04.45.0"},
+        "modelFramework": {"name": "transformers", "version": "4.46.0", "operator": "LessThan"},
+    }
+    doc = plain_runtime("srt-a", supportedModelFormats=[entry], modelSizeRange={"min": "2b", "max": "1B"})
+    reply = admit(harness, doc)
+    assert reply.allowed is True
+    assert list(reply.warnings) == [
+        "spec.supportedModelFormats[0].modelFormat.version: '04.45.0' is not a version OME reads;"
+        " it matches no version; spec.supportedModelFormats[0].modelFramework.operator: 'LessThan' is not an"
+        " operator OME reads; it compares as Equal; spec.modelSizeRange.min: '2b' is not a size OME reads;"
+        " it counts as 0"
+    ]
+
+
+def test_a_model_size_ome_cannot_read_is_admitted_with_a_warning(harness: Harness) -> None:
+    model = model_manifest()
+    model["spec"]["modelParameterSize"] = "7.7 B"
+    reply = admit(harness, isvc_manifest(), model, runtime_manifest())
+    # OME reads 0, outside the runtime's [2B, 4B]: nothing is selected
+    assert reply.allowed is False
+    assert f"Excluded runtimes: {RUNTIME_NAME} (model size 7.7 B is outside supported range [2B, 4B])" in (
+        reply.denial.message
+    )
+    wide = runtime_manifest()
+    wide["spec"]["modelSizeRange"] = {"min": "0", "max": "4B"}
+    reply = admit(harness, isvc_manifest(), model, wide)
+    assert list(reply.warnings) == [
+        "spec.modelParameterSize: '7.7 B' is not a size OME reads; it counts as 0",
+        f"Runtime {RUNTIME_NAME} will be auto-selected for model {MODEL_NAME}",
+    ]
+
+
+@pytest.mark.parametrize("component", ["engineConfig", "decoderConfig", "routerConfig"])
+def test_the_webhook_rejects_autoscaler_policy_ref_in_each_component_of_a_runtime(
+    harness: Harness, component: str
+) -> None:
+    doc = plain_runtime("srt-a", **{component: {"autoscalerPolicyRef": {"name": "p"}}})
+    reply = admit(harness, doc)
+    assert reply.denial.message == (
+        f"{component}.autoscalerPolicyRef is not allowed in runtime srt-a: attach the autoscaler policy in the"
+        " InferenceService"
+    )
+    assert reply.denial.field == f"spec.{component}.autoscalerPolicyRef"
+
+
+OPERATORS = "GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual"
+
+
+@pytest.mark.parametrize(
+    ("keda", "annotations", "message"),
+    [
+        ({"scalingOperator": "Above"}, {}, f'invalid KEDA scaling operator "Above", must be one of: {OPERATORS}'),
+        ({}, {"autoscaling.keda.sh/operator": ""}, f'invalid KEDA scaling operator "", must be one of: {OPERATORS}'),
+        ({"scalingThreshold": "ten"}, {}, 'invalid KEDA scaling threshold "ten": must be a valid number'),
+        ({}, {"autoscaling.keda.sh/threshold": "1_0"}, 'invalid KEDA scaling threshold "1_0": must be a valid number'),
+        (
+            {"promServerAddress": "prometheus:9090"},
+            {},
+            'invalid KEDA Prometheus server address "prometheus:9090": scheme must be http or https',
+        ),
+        (
+            {},
+            {"autoscaling.keda.sh/prometheus.serverAddress": "http:///api"},
+            'invalid KEDA Prometheus server address "http:///api": host is required',
+        ),
+        (
+            {"promServerAddress": ":9090"},
+            {},
+            'invalid KEDA Prometheus server address ":9090": parse ":9090": missing protocol scheme',
+        ),
+        ({"authModes": "tls, oauth"}, {}, 'invalid KEDA auth mode "oauth", must be one of: basic, tls, bearer, custom'),
+        # spec.kedaConfig's operator is checked before the annotation's
+        (
+            {"scalingOperator": "Above"},
+            {"autoscaling.keda.sh/operator": "Below"},
+            f'invalid KEDA scaling operator "Above", must be one of: {OPERATORS}',
+        ),
+    ],
+)
+def test_the_webhook_rejects_keda_settings_ome_s_validate_keda_config_refuses(
+    harness: Harness, keda: dict[str, str], annotations: dict[str, str], message: str
+) -> None:
+    doc = isvc_manifest(kedaConfig=keda)
+    doc["metadata"]["annotations"] = {"ome.io/autoscalerClass": "keda", **annotations}
+    reply = admit(harness, doc)
+    assert (reply.allowed, reply.denial.message) == (False, message)
+
+
+def test_keda_settings_are_checked_only_with_the_keda_class_and_good_ones_are_admitted(harness: Harness) -> None:
+    doc = isvc_manifest(kedaConfig={"scalingOperator": "Above"})
+    assert admit(harness, doc).allowed is True
+    good = {
+        "scalingOperator": "GreaterThanOrEqual",
+        "scalingThreshold": "1e2",
+        "promServerAddress": "http://prometheus.monitoring:9090",
+        "authModes": "basic,tls",
+    }
+    doc = isvc_manifest(kedaConfig=good)
+    doc["metadata"]["annotations"] = {"ome.io/autoscalerClass": "keda", "autoscaling.keda.sh/threshold": "0x1p3"}
+    assert admit(harness, doc).allowed is True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import grpc
 import pytest
 
 from policyd.contract import policy_pb2 as pb
@@ -137,11 +138,18 @@ def test_apply_refuses_a_malformed_inference_service(fresh: Harness) -> None:
     assert_invalid(result, "objects[0].spec.model.name")
 
 
-def test_apply_refuses_a_bad_version(fresh: Harness) -> None:
+def test_apply_refuses_a_priority_below_the_crd_minimum(fresh: Harness) -> None:
+    doc = runtime_manifest()
+    doc["spec"]["supportedModelFormats"][0]["priority"] = 0
+    result = fresh.call("ApplyObjects", pb.ApplyObjectsRequest(objects=[manifest_object(doc)]))
+    assert_invalid(result, "objects[0].spec.supportedModelFormats[0].priority")
+
+
+def test_apply_takes_a_version_ome_cannot_read_as_the_crd_and_ome_take_it(fresh: Harness) -> None:
     doc = runtime_manifest()
     doc["spec"]["supportedModelFormats"][0]["modelFramework"]["version"] = "4.x"
     result = fresh.call("ApplyObjects", pb.ApplyObjectsRequest(objects=[manifest_object(doc)]))
-    assert_invalid(result, "objects[0].spec.supportedModelFormats[0].modelFramework.version")
+    assert result.code == grpc.StatusCode.OK, result.details
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,10 @@ def test_the_webhook_rejects_a_base_model_that_does_not_exist(harness: Harness) 
     doc = isvc_manifest(model={"name": "nope"}, runtime={"name": RUNTIME_70B})
     result = harness.call("Resolve", pb.ResolveRequest(inference_service=isvc_text(doc), catalog=manifest_catalog()))
     assert result.code == grpc.StatusCode.OK, result.details
-    assert result.response.rejection.message == "ClusterBaseModel nope not found"
+    assert result.response.rejection.message == (
+        'referenced model "nope" not found in namespace "llama-demo": ensure a BaseModel exists in this namespace'
+        " or a ClusterBaseModel exists cluster-wide with this name"
+    )
     assert result.response.rejection.field == "spec.model.name"
     assert result.response.runtime == ""
 

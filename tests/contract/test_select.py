@@ -117,7 +117,10 @@ def test_isvc_without_model_naming_a_runtime_is_invalid_for_select(harness: Harn
 def test_model_not_in_catalog_is_refused_naming_the_field(harness: Harness) -> None:
     doc = isvc_manifest(model={"name": "llama-9000"})
     reply = harness.ok("Select", pb.SelectRequest(inference_service=isvc_text(doc), catalog=manifest_catalog()))
-    assert reply.error == "ClusterBaseModel llama-9000 not found"
+    assert reply.error == (
+        f'referenced model "llama-9000" not found in namespace "{NAMESPACE}": ensure a BaseModel exists in this'
+        " namespace or a ClusterBaseModel exists cluster-wide with this name"
+    )
     assert (reply.rejection.field, reply.rejection.condition_reason) == ("spec.model.name", "RuntimeValidationError")
 
 

@@ -329,12 +329,12 @@ def test_unknown_deployment_mode_names_the_field(daemon: str, files: Files) -> N
 
 def test_bad_request_object_names_its_field(daemon: str, files: Files, tmp_path: Path) -> None:
     runtime = spec_manifest("004", "ServingRuntime", RUNTIME_NAME)
-    runtime["spec"]["supportedModelFormats"][0]["modelFramework"]["version"] = "4.x"
+    runtime["spec"]["supportedModelFormats"][0]["priority"] = 0  # below the CRD's minimum
     objects = write_yaml(tmp_path / "objects.yaml", runtime)
     result = policyctl("select", "-f", str(files.isvc), "--objects", str(objects), address=daemon)
     no_traceback(result)
     assert result.returncode == 1
-    assert "catalog.objects[0].spec.supportedModelFormats[0].modelFramework.version: malformed version" in result.stderr
+    assert "catalog.objects[0].spec.supportedModelFormats[0].priority: must be between 1" in result.stderr
 
 
 def test_unreachable_renderer_is_named_in_the_message(daemon: str, files: Files, tmp_path: Path) -> None:

@@ -28,12 +28,17 @@ spec:
 def test_a_runtime_with_autoscaler_policy_ref_is_refused_and_the_rest_load(tmp_path: Path) -> None:
     (tmp_path / "ok.yaml").write_text(RUNTIME.format(name="ok", extra=""))
     (tmp_path / "scaled.yaml").write_text(RUNTIME.format(name="scaled", extra="  autoscalerPolicyRef: {name: hpa}"))
-    (tmp_path / "bad.yaml").write_text(RUNTIME.format(name="bad", extra="").replace('"4.45.0"', '"4.x"'))
+    engine = "  engineConfig: {autoscalerPolicyRef: {name: hpa}}"
+    (tmp_path / "engine.yaml").write_text(RUNTIME.format(name="engine", extra=engine))
+    (tmp_path / "bad.yaml").write_text(RUNTIME.format(name="bad", extra="").replace('"1.0.0"', "1.0"))
+    # a version OME cannot read is taken, as OME takes it (it matches no version)
+    (tmp_path / "misread.yaml").write_text(RUNTIME.format(name="misread", extra="").replace('"4.45.0"', '"4.x"'))
     state = ServingState(RULES, tmp_path, lambda attempt: None)
-    assert [k[2] for k in state.catalog.runtimes] == ["ok"]
+    assert sorted(k[2] for k in state.catalog.runtimes) == ["misread", "ok"]
     assert any("scaled" in e and "spec.autoscalerPolicyRef" in e for e in state.catalog_errors)
+    assert any("engine" in e and "spec.engineConfig.autoscalerPolicyRef" in e for e in state.catalog_errors)
     assert any(
-        e.startswith(str(tmp_path / "bad.yaml")) and "spec.supportedModelFormats[0].modelFramework.version" in e
+        e.startswith(str(tmp_path / "bad.yaml")) and "spec.supportedModelFormats[0].modelFormat.version" in e
         for e in state.catalog_errors
     )
 

@@ -24,8 +24,8 @@ def mixed_directory(root: Path) -> dict[str, Path]:
     files = {
         "good": write(root / "runtimes" / "good.yaml", runtime("srt-good")),
         "malformed": write(
-            root / "runtimes" / "bad-version.yaml",
-            runtime("srt-bad", entries=[entry(), entry(framework=("transformers", "4.x"))]),
+            root / "runtimes" / "bad-priority.yaml",
+            runtime("srt-bad", entries=[entry(), entry(priority=0)]),  # below the CRD's minimum
         ),
         "unknown": write(
             root / "classes.yaml",
@@ -36,7 +36,7 @@ def mixed_directory(root: Path) -> dict[str, Path]:
             {
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
-                "resources": ["good.yaml", "bad-version.yaml"],
+                "resources": ["good.yaml", "bad-priority.yaml"],
             },
         ),
     }
@@ -50,7 +50,7 @@ def test_a_malformed_manifest_is_reported_with_its_file_and_field_path(tmp_path:
     loaded = load_directory(tmp_path)
     bad = [e for e in loaded.errors if e.startswith(str(files["malformed"]))]
     assert len(bad) == 1
-    assert f"{files['malformed']}: spec.supportedModelFormats[1].modelFramework.version: malformed version" in bad[0]
+    assert f"{files['malformed']}: spec.supportedModelFormats[1].priority: must be between 1" in bad[0]
 
 
 def test_an_unknown_ome_io_kind_is_reported(tmp_path: Path) -> None:
@@ -86,11 +86,10 @@ def test_a_yaml_file_that_does_not_parse_is_reported_and_the_rest_load(tmp_path:
 
 
 def test_each_document_of_a_multi_document_file_is_loaded_and_errors_name_the_document(tmp_path: Path) -> None:
-    path = write(tmp_path / "all.yaml", model("m"), runtime("rt", size_range=("7Q", "8B")), runtime("rt2"))
+    path = write(tmp_path / "all.yaml", model("m"), runtime("rt", entries=[entry(priority=0)]), runtime("rt2"))
     loaded = load_directory(tmp_path)
     assert loaded.errors == [
-        f"{path}#1: spec.modelSizeRange.min: malformed size '7Q'"
-        " (expected a number with an optional unit M, B or T, e.g. 500M, 7B, 1T)"
+        f"{path}#1: spec.supportedModelFormats[0].priority: must be between 1 and 2147483647, got 0"
     ]
     assert sorted(o.meta.name for o in loaded.objects) == ["m", "rt2"]
 

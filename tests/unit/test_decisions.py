@@ -144,7 +144,8 @@ def test_select_for_a_model_that_does_not_exist_is_refused_naming_spec_model_nam
     assert selection.refusal is not None
     assert (selection.refusal.field, selection.refusal.message) == (
         "spec.model.name",
-        "ClusterBaseModel nope not found",
+        'referenced model "nope" not found in namespace "llama-demo": ensure a BaseModel exists in this namespace'
+        " or a ClusterBaseModel exists cluster-wide with this name",
     )
     assert selection.refusal.condition_reason == "RuntimeValidationError"
 
@@ -153,8 +154,8 @@ def test_a_base_model_is_looked_up_in_the_inference_service_namespace() -> None:
     cat = catalog(model("ns-model", kind="BaseModel", namespace="llama-demo"), runtime())
     assert run_select(cat, isvc(model_name="ns-model", model_kind="BaseModel")).ranking
     other = run_select(cat, isvc(model_name="ns-model", model_kind="BaseModel", namespace="other-team"))
-    assert other.error == "BaseModel ns-model not found"
-    assert run_select(cat, isvc(model_name="ns-model")).error == "ClusterBaseModel ns-model not found"
+    assert other.error.startswith('referenced model "ns-model" not found in namespace "other-team": ')
+    assert run_select(cat, isvc(model_name="ns-model")).refusal is not None
 
 
 # -- scoring --------------------------------------------------------------------------------------
@@ -335,7 +336,10 @@ def test_a_sharded_model_is_rejected() -> None:
 def test_the_webhook_rejects_a_base_model_that_does_not_exist() -> None:
     resolution = run_resolve(catalog(runtime()), isvc(runtime_name="srt-llama"))
     assert resolution.refusal is not None
-    assert resolution.refusal.message == f"ClusterBaseModel {MODEL} not found"
+    assert resolution.refusal.message == (
+        f'referenced model "{MODEL}" not found in namespace "llama-demo": ensure a BaseModel exists in this'
+        " namespace or a ClusterBaseModel exists cluster-wide with this name"
+    )
     assert resolution.refusal.field == "spec.model.name"
 
 
