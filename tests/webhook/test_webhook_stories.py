@@ -11,10 +11,12 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+import yaml
 from controller.manifests import (
     AUTO_ISVC,
     AUTO_RUNTIME,
@@ -31,7 +33,7 @@ from controller.support import Controller, World, catalog_file, eventually
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from testkit.cluster import Cluster
-from testkit.shared import RULES, SPEC, spec_manifest
+from testkit.shared import CATALOG, REPO, RULES, SPEC, spec_manifest
 
 from clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
@@ -396,21 +398,142 @@ def test_the_webhook_rejects_a_runtime_assigning_different_priorities_to_one_mod
     assert ran.output == (1, "", kube_denied("runtime.yaml", message, CSR_VALIDATOR))
 
 
-def test_the_webhook_rejects_a_runtime_with_the_same_priority_for_the_same_model_format_as_another(
+def same_priority(first: str, second: str) -> str:
+    return (
+        "Warning: same priority assigned for the model format safetensors in the clusterservingruntimes"
+        f" {first} and {second}\n"
+    )
+
+
+def test_a_runtime_with_the_same_priority_for_the_same_model_format_as_another_is_admitted_with_a_warning(
     stories: Stack,
 ) -> None:
-    first = stories.csr(catalog_file("runtimes/vllm/llama-3-2-1b-instruct-rt.yaml"))
-    assert stories.kubectl.apply("runtime.yaml", first).code == 0
-    stories.synced("ClusterServingRuntime", VLLM_RUNTIME)  # OME compares it with the runtimes it lists
-    second = copy.deepcopy(first)
-    second["metadata"]["name"] = f"{VLLM_RUNTIME}-canary"
-    ran = stories.kubectl.apply("runtime-canary.yaml", second)
-    # OME names the entry's own (deprecated) `name`, which catalog runtimes leave unset: an empty name
-    message = (
-        "same priority assigned for the model format "
-        f" in the clusterservingruntimes {VLLM_RUNTIME} and {VLLM_RUNTIME}-canary"
+    # OME's check never fires (it compares pointers): OME admits both, whichever is applied first
+    grpc_120b, grpc_20b = (
+        stories.csr(catalog_file(f"runtimes/srt/gpt-oss-{size}-rt.yaml")) for size in ("120b", "20b")
     )
-    assert ran.output == (1, "", kube_denied("runtime-canary.yaml", message, CSR_VALIDATOR))
+    names = [doc["metadata"]["name"] for doc in (grpc_120b, grpc_20b)]
+    assert stories.kubectl.apply("runtime.yaml", grpc_120b).code == 0
+    stories.synced("ClusterServingRuntime", names[0])  # OME compares it with the runtimes it lists
+    ran = stories.kubectl.apply("runtime-20b.yaml", grpc_20b)
+    assert ran.output == (0, f"clusterservingruntime.ome.io/{names[1]} created\n", same_priority(*names))
+    ran = stories.kubectl("delete", "clusterservingruntime", names[0])
+    assert ran.code == 0
+    stories.gone("ClusterServingRuntime", names[0])
+    ran = stories.kubectl.apply("runtime.yaml", grpc_120b)
+    assert ran.output == (0, f"clusterservingruntime.ome.io/{names[0]} created\n", same_priority(*reversed(names)))
+
+
+MULTINODE_RUNTIME = "srt-llama-3-3-70b-instruct-multinode"
+
+
+def test_spec_001_an_omenative_copy_of_a_multinode_runtime_is_admitted(stories: Stack) -> None:
+    multinode = stories.csr(spec_manifest("001", "ClusterServingRuntime", MULTINODE_RUNTIME))
+    assert stories.kubectl.apply("runtime.yaml", multinode).code == 0
+    stories.synced("ClusterServingRuntime", MULTINODE_RUNTIME)
+    omenative = copy.deepcopy(multinode)
+    name = "srt-llama-3-3-70b-instruct-omenative"
+    omenative["metadata"]["name"] = name
+    omenative["spec"]["engineConfig"]["annotations"]["ome.io/deploymentMode"] = "OMENative"
+    ran = stories.kubectl.apply("runtime-omenative.yaml", omenative)
+    assert ran.output == (
+        0,
+        f"clusterservingruntime.ome.io/{name} created\n",
+        same_priority(MULTINODE_RUNTIME, name),
+    )
+
+
+def _manifests(root: Path) -> list[dict[str, Any]]:
+    """Every OME object of the YAML files under ``root``, in the order kubectl apply -f reads them
+    (files by name, documents in order; a Kustomization is not an object kubectl applies with -f)."""
+    docs = []
+    for path in sorted(root.rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and str(doc.get("apiVersion", "")).startswith("ome.io/"):
+                docs.append(doc)
+    return docs
+
+
+def _only_warnings(stderr: str) -> list[str]:
+    lines = stderr.splitlines()
+    assert all(line.startswith("Warning: ") for line in lines), stderr
+    return lines
+
+
+def _applied_whole(stories: Stack, file: str, docs: list[dict[str, Any]]) -> list[str]:
+    """``kubectl apply`` of ``docs`` in one file: every object created or configured (a name the
+    file repeats), nothing denied; the warnings kubectl printed."""
+    labelled = [stories.csr(d) if d["kind"] == "ClusterServingRuntime" else d for d in docs]
+    ran = stories.kubectl.apply(file, *labelled)
+    assert ran.code == 0, ran.stderr
+    printed = ran.stdout.splitlines()
+    assert len(printed) == len(docs), ran.stdout
+    for doc, out in zip(docs, printed, strict=True):
+        assert out.startswith(f"{doc['kind'].lower()}.ome.io/{doc['metadata']['name']} "), (out, doc["metadata"])
+    return _only_warnings(ran.stderr)
+
+
+def test_spec_004_kubectl_apply_of_the_whole_ome_catalog_is_admitted_with_warnings_only(stories: Stack) -> None:
+    docs = _manifests(CATALOG)
+    runtimes = [d for d in docs if d["kind"] == "ClusterServingRuntime"]
+    assert len({d["metadata"]["name"] for d in runtimes}) >= 200
+    warnings = _applied_whole(stories, "ome-catalog.yaml", docs)
+    # which same-priority pairs warn depends on what the controller has synced by each review
+    assert all(w.startswith("Warning: same priority assigned for the model format ") for w in warnings), warnings
+
+
+def test_the_example_catalog_with_its_accelerator_classes_is_admitted_with_warnings_only(stories: Stack) -> None:
+    docs = _manifests(REPO / "examples" / "catalog")
+    assert {d["metadata"]["name"] for d in docs if d["kind"] == "AcceleratorClass"} == {"nvidia-h100", "nvidia-l40s"}
+    _applied_whole(stories, "catalog.yaml", docs)
+
+
+def test_a_runtime_with_a_size_ome_reads_as_0_is_admitted_with_a_warning_naming_the_field(stories: Stack) -> None:
+    runtime = stories.csr(named_runtime())
+    runtime["spec"]["modelSizeRange"] = {"min": "2b", "max": "4B"}
+    ran = stories.kubectl.apply("runtime.yaml", runtime)
+    assert ran.output == (
+        0,
+        f"clusterservingruntime.ome.io/{NAMED_RUNTIME} created\n",
+        "Warning: spec.modelSizeRange.min: '2b' is not a size OME reads; it counts as 0\n",
+    )
+
+
+def test_the_webhook_rejects_an_inference_service_whose_model_does_not_exist_in_ome_s_words(stories: Stack) -> None:
+    isvc = named_isvc()
+    isvc["spec"]["model"]["name"] = "no-such-model"
+    ran = stories.kubectl.apply("isvc.yaml", isvc)
+    message = (
+        f'referenced model "no-such-model" not found in namespace "{NAMESPACE}": ensure a BaseModel exists in this'
+        " namespace or a ClusterBaseModel exists cluster-wide with this name"
+    )
+    assert ran.output == (1, "", kube_denied("isvc.yaml", message))
+
+
+def test_the_webhook_keeps_its_prefix_for_a_model_without_a_format(stories: Stack) -> None:
+    model = auto_model()
+    del model["spec"]["modelFormat"]
+    stories.world.apply(model)
+    ran = stories.kubectl.apply("isvc.yaml", auto_isvc())
+    message = (
+        f"no supporting runtime found for model {AUTO_ISVC} and engine does not have complete runner configuration:"
+        " invalid model specification: modelFormat.name: model format name is required"
+    )
+    assert ran.output == (1, "", kube_denied("isvc.yaml", message))
+
+
+def test_the_webhook_rejects_an_invalid_keda_scaling_operator(stories: Stack) -> None:
+    stories.world.apply(named_model())
+    stories.world.apply(stories.csr(named_runtime()))
+    isvc = named_isvc()
+    isvc["metadata"]["annotations"] = {"ome.io/autoscalerClass": "keda"}
+    isvc["spec"]["kedaConfig"] = {"scalingOperator": "Above"}
+    ran = stories.kubectl.apply("isvc.yaml", isvc)
+    message = (
+        'invalid KEDA scaling operator "Above", must be one of: GreaterThan, GreaterThanOrEqual, LessThan,'
+        " LessThanOrEqual"
+    )
+    assert ran.output == (1, "", kube_denied("isvc.yaml", message))
 
 
 def test_the_webhook_rejects_a_runtime_whose_scaling_policy_mode_is_not_independent(stories: Stack) -> None:
@@ -435,14 +558,16 @@ def test_the_webhook_rejects_an_inference_service_whose_scaling_policy_mode_is_n
     assert ran.output == (1, "", kube_denied("isvc.yaml", message))
 
 
-def test_the_webhook_rejects_autoscaler_policy_ref_in_a_runtime(stories: Stack) -> None:
+@pytest.mark.parametrize("where", ["", "engineConfig", "decoderConfig", "routerConfig"])
+def test_the_webhook_rejects_autoscaler_policy_ref_in_a_runtime_and_in_each_component(
+    stories: Stack, where: str
+) -> None:
     runtime = stories.csr(named_runtime())
-    runtime["spec"]["autoscalerPolicyRef"] = {"name": "llama-autoscaler"}
+    node = runtime["spec"].setdefault(where, {}) if where else runtime["spec"]
+    node["autoscalerPolicyRef"] = {"name": "llama-autoscaler"}
     ran = stories.kubectl.apply("runtime.yaml", runtime)
-    message = (
-        f"autoscalerPolicyRef is not allowed in runtime {NAMED_RUNTIME}:"
-        " attach the autoscaler policy in the InferenceService"
-    )
+    field = f"{where}.autoscalerPolicyRef" if where else "autoscalerPolicyRef"
+    message = f"{field} is not allowed in runtime {NAMED_RUNTIME}: attach the autoscaler policy in the InferenceService"
     assert ran.output == (1, "", kube_denied("runtime.yaml", message, CSR_VALIDATOR))
 
 
