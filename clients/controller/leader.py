@@ -7,6 +7,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 log = logging.getLogger("policyd.controller.leader")
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 LEASE_NAME = "policy-controller"
+UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)  # no answer from the API server
 
 
 def default_namespace() -> str:
@@ -48,7 +50,7 @@ def elect(
     # the library logs every retry at INFO ("yet to finish lease_duration..."): only its warnings
     logging.getLogger("leaderelection").setLevel(logging.WARNING)
     renew_deadline = max(2, lease_duration * 2 // 3)
-    lock = Lease(LEASE_NAME, namespace, me)
+    lock = Lease(LEASE_NAME, namespace, me, timeout=max(1.0, renew_deadline / 4))
     config = electionconfig.Config(
         lock,
         lease_duration=lease_duration,
@@ -63,20 +65,67 @@ def elect(
         LEASE_NAME,
         extra={"identity": me, "lease_duration": lease_duration},
     )
-    threading.Thread(target=leaderelection.LeaderElection(config).run, name="leader-election", daemon=True).start()
+    threading.Thread(target=_campaign, args=(config, on_lost), name="leader-election", daemon=True).start()
     return lock
 
 
+def _campaign(config: electionconfig.Config, on_lost: Callable[[], None]) -> None:
+    """The library's election, watched: should it raise, a leader stops acting (it no longer
+    renews) and a standby campaigns again."""
+    leading = threading.Event()
+    started = config.onstarted_leading
+
+    def on_leading() -> None:
+        leading.set()
+        started()
+
+    config.onstarted_leading = on_leading
+    while True:
+        try:
+            leaderelection.LeaderElection(config).run()
+            return  # it led, then could not renew: on_lost was called
+        except Exception:
+            log.exception("leader election failed")
+            if leading.is_set():
+                on_lost()
+                return
+        time.sleep(config.retry_period)
+
+
 class Lease(LeaseLock):
-    """The library's Lease lock, which stops taking or renewing the lease once released."""
+    """The library's Lease lock, which stops taking or renewing the lease once released, and
+    takes an API server it cannot reach as a failed try (the library's lock catches only the
+    API server's answers: a refused connection raised out of the election thread, which died,
+    leaving a standby that never led or a leader that no longer renewed but went on acting)."""
 
     released = False
 
+    def __init__(self, name: str, namespace: str, identity: str, timeout: float) -> None:
+        super().__init__(name, namespace, identity)
+        # each call bounded: one that hangs must not keep a leader acting past its renew deadline
+        self.api_instance = _BoundedLeases(timeout)
+
+    def get(self, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
+        try:
+            found: tuple[bool, Any] = super().get(*args, **kwargs)
+        except UNREACHABLE as err:
+            log.warning("could not read the lease: %s", err)
+            return False, err  # not a 404: the election retries at its next period
+        return found
+
     def create(self, *args: Any, **kwargs: Any) -> bool:
-        return not self.released and bool(super().create(*args, **kwargs))
+        return not self.released and self._tried(super().create, *args, **kwargs)
 
     def update(self, *args: Any, **kwargs: Any) -> bool:
-        return not self.released and bool(super().update(*args, **kwargs))
+        return not self.released and self._tried(super().update, *args, **kwargs)
+
+    @staticmethod
+    def _tried(write: Callable[..., Any], *args: Any, **kwargs: Any) -> bool:
+        try:
+            return bool(write(*args, **kwargs))
+        except UNREACHABLE as err:
+            log.warning("could not write the lease: %s", err)
+            return False
 
     def release(self) -> None:
         """Give the lease up on a clean stop, so that a standby takes over at its next try instead
@@ -89,5 +138,25 @@ class Lease(LeaseLock):
                 return
             lease.spec.holder_identity = None
             leases.replace_namespaced_lease(self.name, self.namespace, lease)
-        except (ApiException, urllib3.exceptions.HTTPError) as err:
+        except (ApiException, *UNREACHABLE) as err:
             log.warning("could not release the lease: %s", err)  # the standby takes it when it expires
+
+
+class _BoundedLeases(client.CoordinationV1Api):
+    """The Lease calls the lock makes, each with a request timeout."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__()
+        self._timeout = timeout
+
+    def read_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", self._timeout)
+        return super().read_namespaced_lease(*args, **kwargs)
+
+    def create_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", self._timeout)
+        return super().create_namespaced_lease(*args, **kwargs)
+
+    def replace_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", self._timeout)
+        return super().replace_namespaced_lease(*args, **kwargs)

@@ -245,3 +245,37 @@ def test_of_two_controllers_one_acts_and_the_other_takes_over_when_it_stops(worl
     world.apply(auto_isvc())
     eventually(lambda: reason(world, AUTO_ISVC) == "RuntimeResolved", what="the second acts")
     assert second.stop() == 0
+
+
+def test_a_standby_started_while_the_api_server_is_down_keeps_campaigning_and_leads_once_it_is_back(
+    world: World,
+) -> None:
+    world.apply(named_model())
+    world.apply(named_runtime())
+    world.cluster.stop_apiserver()
+    try:
+        controller = world.start_controller()
+        # the library's lock let a refused connection out of the election thread, which died
+        eventually(lambda: controller.logged("could not read the lease"), what="a failed try logged")
+        eventually(lambda: len(controller.logged("could not read the lease")) >= 2, what="another try")
+    finally:
+        world.cluster.up()
+    eventually(lambda: controller.logged("leading"), timeout=60, what="it leads once the API server is back")
+    world.apply(named_isvc())
+    eventually(lambda: reason(world, NAMED_ISVC) == "RuntimeResolved", timeout=60, what="it acts")
+    assert not controller.logged("Traceback")
+    assert controller.stop() == 0
+
+
+def test_a_leader_that_cannot_renew_its_lease_stops_acting(world: World) -> None:
+    controller = world.start_controller()
+    eventually(lambda: controller.logged("leading"), what="it leads")
+    world.cluster.stop_apiserver()
+    try:
+        # --lease-duration 3: it renews within 2 s or stops, before a standby may take the lease
+        code = eventually(lambda: controller.proc.poll(), timeout=60, what="the leader stops")
+    finally:
+        world.cluster.up()
+    assert code == 1
+    assert controller.logged("lost the lease: stopping so that only the new leader acts")
+    assert not controller.logged("Traceback")
