@@ -99,7 +99,10 @@ def test_isvc_without_model_or_runtime_is_refused_as_the_webhook_does(harness: H
     del doc["spec"]["model"]
     reply = harness.ok("Select", pb.SelectRequest(inference_service=isvc_text(doc), catalog=manifest_catalog()))
     assert not reply.ranking
-    assert reply.error == "an InferenceService without spec.model must name its runtime in spec.runtime.name"
+    assert reply.error == (
+        "model reference is required when runtime is not specified and engine does not have complete runner"
+        " configuration"
+    )
     assert (reply.rejection.kind, reply.rejection.rule_id, reply.rejection.field) == (
         "ValidationError",
         "no-model-no-runtime",

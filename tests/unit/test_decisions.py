@@ -127,8 +127,9 @@ def test_only_runtimes_in_the_namespace_and_at_cluster_scope_are_checked_and_non
 def test_select_without_spec_model_or_a_named_runtime_is_refused_as_the_webhook_does() -> None:
     selection = run_select(catalog(model(), runtime()), isvc(model_name=None, runtime_name=None))
     assert selection.refusal is not None
-    assert (
-        selection.refusal.message == "an InferenceService without spec.model must name its runtime in spec.runtime.name"
+    assert selection.refusal.message == (
+        "model reference is required when runtime is not specified and engine does not have complete runner"
+        " configuration"
     )
     assert (selection.refusal.kind, selection.refusal.field) == ("ValidationError", "spec.runtime.name")
 
@@ -348,7 +349,8 @@ def test_an_inference_service_with_neither_model_nor_runtime_is_rejected() -> No
     assert resolution.runtime is None
     assert resolution.refusal is not None
     assert resolution.refusal.message == (
-        "an InferenceService without spec.model must name its runtime in spec.runtime.name"
+        "model reference is required when runtime is not specified and engine does not have complete runner"
+        " configuration"
     )
     assert resolution.refusal.field == "spec.runtime.name"
 
