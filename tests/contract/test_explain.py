@@ -16,6 +16,8 @@ from .support import (
     isvc_text,
     isvc_typed,
     manifest_catalog,
+    model_manifest,
+    runtime_manifest,
     typed_catalog,
 )
 
@@ -131,3 +133,15 @@ def test_isvc_model_not_in_catalog(harness: Harness) -> None:
     doc = isvc_manifest(model={"name": "nope"})
     result = harness.call("Explain", pb.ExplainRequest(inference_service=isvc_text(doc), catalog=manifest_catalog()))
     assert_invalid(result, "spec.model.name", "inference_service.spec.model.name")
+
+
+def test_a_runtime_field_ome_reads_otherwise_is_explained_with_what_ome_does_with_it(harness: Harness) -> None:
+    runtime = runtime_manifest()
+    runtime["spec"]["modelSizeRange"] = {"min": "2b", "max": "4B"}
+    catalog = manifest_catalog(model_manifest(), runtime)
+    reply = harness.ok("Explain", pb.ExplainRequest(inference_service=isvc_text(isvc_manifest()), catalog=catalog))
+    (verdict,) = reply.runtimes
+    assert (verdict.name, verdict.selectable) == (RUNTIME_NAME, True)  # 3B is in [0, 4B], as OME reads it
+    assert [(a.rule_id, a.message) for a in verdict.advisories] == [
+        ("runtime-read-as-ome-reads", "spec.modelSizeRange.min: '2b' is not a size OME reads; it counts as 0")
+    ]
