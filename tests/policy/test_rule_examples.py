@@ -132,3 +132,17 @@ def test_same_priority_refused_denies_what_the_bundled_rules_admit_with_a_warnin
     assert (bundled.denial, bundled.warnings) == (None, (message,))
     refused = admit_runtime(catalog, _csr("csr-b"), with_example(tmp_path, "same-priority-refused.yaml"))
     assert refused.denial is not None and refused.denial.message == message
+
+
+def test_refuse_what_ome_misreads_denies_what_the_bundled_rules_admit_with_a_warning(tmp_path: Path) -> None:
+    doc = {
+        "kind": "ClusterServingRuntime",
+        "metadata": {"name": "srt-2b"},
+        "spec": {"supportedModelFormats": [llama_entry()], "modelSizeRange": {"min": "2b", "max": "4B"}},
+    }
+    note = "spec.modelSizeRange.min: '2b' is not a size OME reads; it counts as 0"
+    bundled = admit_runtime(Catalog.of([]), parse_runtime(doc), build_revision(RULES))
+    assert (bundled.denial, bundled.warnings) == (None, (note,))
+    revision = with_example(tmp_path, "refuse-what-ome-misreads.yaml")
+    refused = admit_runtime(Catalog.of([]), parse_runtime(doc), revision)
+    assert refused.denial is not None and refused.denial.message == f"runtime srt-2b is not read as written: {note}"
