@@ -41,8 +41,9 @@ def as_written(workload: dict[str, Any]) -> tuple[Any, Any]:
     return meta.get("generation"), (meta.get("annotations") or {}).get(APPLIED)
 
 
-def eventually(check: Callable[[], T], timeout: float = 30.0, what: str = "") -> T:
-    """``check()``'s first truthy result that raises no AssertionError, polling until ``timeout``."""
+def eventually(check: Callable[[], T], timeout: float = 60.0, what: str = "") -> T:
+    """``check()``'s first truthy result that raises no AssertionError, polling until ``timeout``
+    (sized for a loaded 2-core machine: it costs nothing when the check holds sooner)."""
     deadline = time.monotonic() + timeout
     while True:
         try:

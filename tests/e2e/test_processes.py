@@ -148,10 +148,17 @@ def test_each_process_has_an_endpoint_of_its_own_and_a_client_balancing_over_the
             endpoints = list(policy_pb2_grpc.PolicyServiceStub(c).GetStatus(pb.GetStatusRequest()).endpoints)
         workers = _workers(address)
         assert sorted(endpoints) == sorted(_own_endpoint(pid) for pid in workers) and address not in endpoints
-        before = [_calls(metrics), _calls(metrics + 1)]
         target, options = target_of(",".join(endpoints))
         with grpc.insecure_channel(target, options=options) as balanced:
             stub = policy_pb2_grpc.PolicyServiceStub(balanced)
+            # round_robin balances over the subchannels that are READY: until both are, the
+            # first one connected takes every call (a loaded machine saw [18, 2])
+            start = [_calls(metrics), _calls(metrics + 1)]
+            deadline = time.monotonic() + 60
+            while min(_calls(metrics) - start[0], _calls(metrics + 1) - start[1]) < 1:
+                assert time.monotonic() < deadline, "a process never served through the balancing channel"
+                stub.GetStatus(pb.GetStatusRequest())
+            before = [_calls(metrics), _calls(metrics + 1)]
             for _ in range(20):
                 stub.GetStatus(pb.GetStatusRequest())
         served = [_calls(metrics) - before[0], _calls(metrics + 1) - before[1]]
