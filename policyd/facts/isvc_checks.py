@@ -58,9 +58,13 @@ def _go_float(text: str) -> bool:
     """Whether strconv.ParseFloat(text, 64) reads it (out of range is an error too)."""
     if not _GO_FLOAT.fullmatch(text):
         return False
-    if text.lstrip("+-")[:2].lower() == "0x":
-        return True  # hexadecimal: Python's float() does not read it; its exponents stay in range here
-    return "inf" in text.lower() or "nan" in text.lower() or math.isfinite(float(text))
+    if "inf" in text.lower() or "nan" in text.lower():
+        return True
+    try:  # out of range is ParseFloat's error too
+        value = float.fromhex(text.replace("_", "")) if "x" in text.lower() else float(text)
+    except OverflowError:
+        return False
+    return math.isfinite(value)
 
 
 def _address(text: str) -> tuple[str, bool, str]:
@@ -98,7 +102,7 @@ def _set(config: Mapping[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def keda_facts(isvc: InferenceService | None) -> dict[str, Any]:
+def _keda(isvc: InferenceService | None) -> dict[str, Any]:
     """spec.kedaConfig's and KEDA's annotations' settings, as OME's validateKEDAConfig reads them."""
     annotations = isvc.meta.annotations if isvc else {}
     spec = isvc.raw.get("spec") if isvc else None
@@ -138,5 +142,5 @@ def isvc_check_facts(isvc: InferenceService | None) -> dict[str, Any]:
         "isvc_target_utilization_set": utilization is not None,
         "isvc_target_utilization_integer": utilization is None or parsed is not None,
         "isvc_target_utilization": 80 if utilization is None else parsed or 0,
-        **keda_facts(isvc),
+        **_keda(isvc),
     }
