@@ -113,12 +113,12 @@ def test_the_catalog_directory_is_watched(own_daemon: str, watched: Path) -> Non
 
     broken = model_manifest()
     broken["metadata"]["name"] = "broken"
-    broken["spec"]["modelParameterSize"] = "7Q"
+    broken["spec"]["modelFormat"]["version"] = 1.0  # a number where the CRD takes a string
     write_yaml(watched / "broken.yaml", broken)
     status = _wait_for(own_daemon, lambda s: s["catalogErrors"])
     (error,) = status["catalogErrors"]
     assert str(watched / "broken.yaml") in error
-    assert "spec.modelParameterSize" in error
+    assert "spec.modelFormat.version" in error
     assert status["runtimes"] == runtimes + 1  # the good manifests keep serving
 
 
