@@ -19,7 +19,7 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from clients.controller.observed import STATUS_KINDS, owner, trimmed
 from clients.controller.outcome import Event
 from clients.controller.pins import PIN_LABEL, SOURCE_KIND, SOURCE_NAME, Pin
-from clients.renderer.metadata import LABEL_ISVC
+from clients.renderer.metadata import LABEL_ISVC, owner_reference
 from policyd.resources import kinds as ome
 from policyd.resources.cluster_content import catalog_content
 
@@ -73,18 +73,6 @@ def catalog_key(obj: Manifest) -> CatalogKey:
     meta = obj.get("metadata") or {}
     kind = obj.get("kind", "")
     return kind, "" if kind.startswith("Cluster") else meta.get("namespace", ""), meta.get("name", "")
-
-
-def owner_reference(isvc: Manifest) -> dict[str, Any]:
-    meta = isvc.get("metadata") or {}
-    return {
-        "apiVersion": isvc.get("apiVersion", f"{GROUP}/{VERSION}"),
-        "kind": "InferenceService",
-        "name": meta.get("name", ""),
-        "uid": meta.get("uid", ""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def _snake(reference: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,10 +34,6 @@ class WorkQueue:
     def __len__(self) -> int:
         return len(self._due)
 
-    @property
-    def in_progress(self) -> int:
-        return len(self._processing)
-
     def add(self, key: Key, delay: float = 0.0) -> None:
         due = time.monotonic() + delay
         if key in self._processing:
