@@ -20,13 +20,12 @@ from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import NotFoundError
 from testkit.cluster import Cluster
-from testkit.shared import CATALOG, REPO
+from testkit.shared import CATALOG
 
 from clients.controller.kube import APPLIED, WORKLOAD_KINDS
 from policyd.resources import kinds as ome
 
 T = TypeVar("T")
-DEPLOY = REPO / "clients" / "controller" / "deploy"
 OME = (ome.GROUP, ome.VERSION)
 # the kinds a test makes and cleans up (not AcceleratorClass)
 PLURALS = {kind.name: kind.plural for kind in ome.OME_KINDS if kind is not ome.ACCELERATOR_CLASS}

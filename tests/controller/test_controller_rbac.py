@@ -1,4 +1,4 @@
-"""The shipped RBAC (clients/controller/deploy/rbac.yaml) is exactly enough, for each of its two
+"""The shipped RBAC (the chart's, charts/policyd) is exactly enough, for each of its two
 identities, against the real API server: policyd's service account may list and watch the six OME
 kinds and nothing else, and policyd --cluster syncs and follows the cluster with it; the
 controller runs the spec's stories with a token of its own service account, beside policyd
@@ -19,6 +19,7 @@ import yaml
 from kubernetes import client, config, dynamic
 from kubernetes.client.exceptions import ApiException
 from testkit.cluster import Cluster
+from testkit.helm import rbac
 from testkit.ports import free_port
 
 from clients.policyctl.conformance.daemons import serving
@@ -27,7 +28,7 @@ from policyd.contract import policy_pb2_grpc
 from policyd.resources.kinds import OME_KINDS
 
 from .manifests import NAMED_ISVC, NAMED_RUNTIME, named_isvc, named_model, named_runtime
-from .support import DEPLOY, World, eventually, running
+from .support import World, eventually, running
 
 NAMESPACE = "ome"
 CONTROLLER, POLICYD = "policy-controller", "policyd"
@@ -38,10 +39,11 @@ Rule = tuple[str, str, str, tuple[str, ...]]  # (group, resource, verb, resource
 
 
 def apply_rbac(api: client.ApiClient) -> None:
-    """rbac.yaml, server-side applied as shipped, in the `ome` namespace."""
+    """The chart's RBAC of policyd and the controller, server-side applied as rendered, in the `ome`
+    namespace."""
     ensure_namespace(api, NAMESPACE)
     resources = dynamic.DynamicClient(api).resources
-    for doc in yaml.safe_load_all((DEPLOY / "rbac.yaml").read_text()):
+    for doc in rbac("policyd", "policy-controller"):
         resource = resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
         resource.server_side_apply(body=doc, field_manager="controller-rbac-test", force_conflicts=True)
 

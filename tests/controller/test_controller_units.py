@@ -7,11 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
-
-import kubernetes_validate
-import pytest
-import yaml
 
 from clients.controller import workqueue
 from clients.controller.controller import AUDIT, CATALOG
@@ -22,8 +17,6 @@ from clients.controller.reconcile import refusal
 from clients.controller.status import status_update
 from clients.decision import Decision
 from policyd.contract import policy_pb2 as pb
-
-from .support import DEPLOY
 
 READY = Condition("True", "RuntimeResolved", "ClusterServingRuntime rt")
 
@@ -194,12 +187,3 @@ def test_a_rejections_condition_reason_and_message_are_written_as_policyd_gives_
 def test_an_answer_without_a_rejection_is_no_refusal() -> None:
     assert refusal(_decided()) is None
     assert refusal(Decision({}, pb.DecideResponse(runtime="rt", runtime_kind="ServingRuntime"))) is None
-
-
-@pytest.mark.parametrize("path", sorted(DEPLOY.glob("*.yaml")), ids=lambda p: p.name)
-def test_the_shipped_manifests_are_valid_kubernetes(path: Path) -> None:
-    """cert-manager's kinds are not Kubernetes' own: test_controller_deploy.py checks them against
-    what refers to them."""
-    docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc["apiVersion"] != "cert-manager.io/v1"]
-    for doc in docs:
-        kubernetes_validate.validate(doc, "1.32", strict=True)

@@ -16,10 +16,10 @@ from typing import Any
 
 import grpc
 import pytest
-import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from testkit.certs import CA, Pair
 from testkit.cluster import Cluster
+from testkit.helm import render
 from testkit.ports import free_port
 
 from clients.policyctl.conformance.daemons import serving, wait_serving
@@ -173,17 +173,14 @@ def _flag(args: list[str], name: str) -> str:
     return value
 
 
-CONTROLLER_DEPLOY = REPO / "clients" / "controller" / "deploy"
+# the chart's objects with cert-manager's Certificates, which say each Secret's common name and usages
+CERT_MANAGER = {"certManager": {"enabled": True}}
 POD_IP = "127.0.0.2"  # this machine too; only what listens on 0.0.0.0 answers there, as on a pod's IP
-
-
-def _shipped(folder: Path) -> list[dict[str, Any]]:
-    return [doc for path in sorted(folder.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text()) if doc]
 
 
 def _common_name(secret_name: str) -> str:
     """The commonName of the shipped cert-manager Certificate whose Secret is ``secret_name``."""
-    docs = _shipped(CONTROLLER_DEPLOY) + _shipped(REPO / "clients" / "webhook" / "deploy")
+    docs = render(CERT_MANAGER)
     (name,) = [
         d["spec"]["commonName"] for d in docs if d["kind"] == "Certificate" and d["spec"]["secretName"] == secret_name
     ]
@@ -263,7 +260,7 @@ def test_the_shipped_deployment_serves_health_in_plaintext_and_the_api_with_mtls
     health checking on the pod IP, SERVING once every kind is listed; the API there takes only
     clients with a certificate of the CA, and the shipped authz ConfigMap lets policy-controller
     and policy-webhook read, and nobody write (the catalog is the cluster's)."""
-    docs = _shipped(CONTROLLER_DEPLOY)
+    docs = render(CERT_MANAGER)
     (deployment,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "policyd"]
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -282,6 +279,7 @@ def test_the_shipped_deployment_serves_health_in_plaintext_and_the_api_with_mtls
         "--health-listen": f"0.0.0.0:{health_port}",
         "--metrics-port": str(free_port()),
         **{flag: local(_flag(args, flag)) for flag in ("--tls-cert", "--tls-key", "--tls-client-ca", "--authz")},
+        "--rules": str(RULES),  # what the chart's rules ConfigMap holds by default
     }
     args = [
         f"{a.split('=', 1)[0]}={replaced[a.split('=', 1)[0]]}" if a.split("=", 1)[0] in replaced else a for a in args

@@ -86,3 +86,16 @@ def render(values: Mapping[str, Any] | None = None, namespace: str = NAMESPACE) 
 def named(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     (doc,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
     return doc
+
+
+RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+
+
+def rbac(*components: str) -> list[dict[str, Any]]:
+    """The chart's RBAC objects of the given pieces (their app.kubernetes.io/name), as rendered
+    into the `ome` namespace."""
+    return [
+        d
+        for d in render()
+        if d["kind"] in RBAC_KINDS and d["metadata"]["labels"]["app.kubernetes.io/name"] in components
+    ]

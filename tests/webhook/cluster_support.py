@@ -21,13 +21,13 @@ from typing import Any
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from testkit.helm import render
 from testkit.shared import REPO
 
 KUBECTL = REPO / "tests" / "cluster" / "bin" / "kubectl"
-DEPLOY = REPO / "clients" / "webhook" / "deploy"
 
 # OME's four webhooks (pkg/webhook/admission, their kubebuilder markers): name -> (path, plural);
-# the configurations registered are the shipped ones (clients/webhook/deploy), checked against these
+# the configurations registered are the shipped ones (the chart's, charts/policyd), checked against these
 VALIDATING = {
     "inferenceservice.ome-webhook-server.validator": ("/validate-ome-io-v1beta1-inferenceservice", "inferenceservices"),
     "servingruntime.ome-webhook-server.validator": ("/validate-ome-io-v1beta1-servingruntime", "servingruntimes"),
@@ -107,16 +107,11 @@ def closed_port() -> socket.socket:
 
 
 def shipped() -> list[dict[str, Any]]:
-    """The webhook configurations clients/webhook/deploy ships: OME's four webhooks, by name and path."""
-    docs = [
-        d
-        for path in sorted(DEPLOY.glob("*.yaml"))
-        for d in yaml.safe_load_all(path.read_text())
-        if d and d.get("kind") in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
-    ]
+    """The webhook configurations the chart ships: OME's four webhooks, by name and path."""
+    docs = [d for d in render() if d["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")]
     paths = {w["name"]: w["clientConfig"]["service"]["path"] for d in docs for w in d["webhooks"]}
     expected = {name: path for name, (path, _) in (VALIDATING | MUTATING).items()}
-    assert paths == expected, f"{DEPLOY} ships {paths}, not OME's {expected}"
+    assert paths == expected, f"the chart ships {paths}, not OME's {expected}"
     return docs
 
 

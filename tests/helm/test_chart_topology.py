@@ -1,29 +1,29 @@
-"""clients/controller/deploy and the policy-webhook beside it (clients/webhook/deploy) describe the
-production topology and fit together: what the API server knows is server-side dry-run applied
-(cert-manager's kinds are not installed: those are checked offline, against what refers to them);
-policyd runs as replicas that watch the cluster, each ready only once in sync, behind a
+"""The chart's objects (charts/policyd, rendered by helm) describe the production topology and fit
+together: every object is valid Kubernetes (tests/helm/test_chart_dry_run.py applies them to a real
+API server); policyd runs as replicas that watch the cluster, each ready only once in sync, behind a
 disruption budget; the controller (one acting, one standing by) and the webhook balance their
 calls over policyd's ready replicas through the headless Service; every TLS flag names a file a
-mounted Secret of a shipped Certificate provides, all of one CA, and policyd's certificate names
-every host the clients dial; --authz is the shipped ConfigMap, naming the Certificates' common
-names as readers, nobody as a writer."""
+mounted Secret of a Certificate provides (cert-manager's, or the chart's own Secret), all of one
+CA, and policyd's certificate names every host the clients dial; --authz is the shipped
+ConfigMap, naming the Certificates' common names as readers, nobody as a writer."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
+import pytest
 import yaml
-from testkit.cluster import Cluster, accepted_by_a_dry_run
-from testkit.shared import REPO
+from cryptography import x509
+from testkit.helm import render
 
 from clients import channels
 
-from .support import DEPLOY
-
-WEBHOOK_DEPLOY = REPO / "clients" / "webhook" / "deploy"
 CERT_MANAGER = "cert-manager.io/v1"
+WITH_CERT_MANAGER = {"certManager": {"enabled": True}}
 NAMESPACE = "ome"
 HEADLESS = "policyd-headless"
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
@@ -36,12 +36,9 @@ CLIENTS = {
 }
 
 
-def shipped(folder: Path) -> list[dict[str, Any]]:
-    return [doc for path in sorted(folder.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text()) if doc]
-
-
 def everything() -> list[dict[str, Any]]:
-    return shipped(DEPLOY) + shipped(WEBHOOK_DEPLOY)
+    """With cert-manager: its Certificates say each Secret's names and usages."""
+    return render(WITH_CERT_MANAGER)
 
 
 def named(kind: str, name: str) -> dict[str, Any]:
@@ -125,22 +122,13 @@ def api_port(port: dict[str, Any]) -> int:
     return int(target["containerPort"])
 
 
-def test_what_the_api_server_knows_is_accepted_by_a_server_side_dry_run(kube_cluster: Cluster) -> None:
-    known = [doc for doc in shipped(DEPLOY) if doc["apiVersion"] != CERT_MANAGER]
-    assert {doc["kind"] for doc in known} == {
-        "Deployment",
-        "PodDisruptionBudget",
-        "Service",
-        "ConfigMap",
-        "ServiceAccount",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "Role",
-        "RoleBinding",
-    }
-    api = kube_cluster.api()
-    accepted_by_a_dry_run(api, known, NAMESPACE, "controller-deploy-test")
-    api.close()
+@pytest.mark.parametrize("values", [{}, WITH_CERT_MANAGER], ids=["generated-tls", "cert-manager"])
+def test_every_object_is_valid_kubernetes(values: dict[str, Any]) -> None:
+    """cert-manager's kinds are not Kubernetes' own: the tests below check them against what refers
+    to them, and the dry runs against their CRDs' fields."""
+    for doc in render(values):
+        if doc["apiVersion"] != CERT_MANAGER:
+            kubernetes_validate.validate(doc, "1.32", strict=True)
 
 
 def test_everything_is_in_the_ome_namespace_and_each_selector_picks_one_deployments_pods() -> None:
@@ -181,7 +169,8 @@ def test_policyd_reads_the_cluster_itself_with_its_own_service_account_and_keeps
         assert absent not in given, absent
     assert pod["serviceAccountName"] == "policyd"
     assert pod.get("automountServiceAccountToken", True) is True
-    assert [v for v in pod["volumes"] if "emptyDir" in v] == []  # nothing kept across restarts
+    # nothing kept across restarts: the one emptyDir is /tmp (a cache), and no --state-dir
+    assert [v["name"] for v in pod["volumes"] if "emptyDir" in v] == ["tmp"]
     assert [c["name"] for c in pod["containers"]] == ["policyd"]
 
 
@@ -202,10 +191,11 @@ def test_one_ca_issues_every_certificate_of_policyds_connections() -> None:
         assert leaf["spec"]["issuerRef"] == {"kind": "Issuer", "name": ca_issuer["metadata"]["name"]}, leaf
     server, controller, webhook = leaves
     assert "server auth" in server["spec"]["usages"] and "client auth" not in server["spec"]["usages"]
-    # both Services' names, short and whole; no client dials policyd on localhost any more
+    # both Services' names, short and whole; localhost for policyctl through kubectl port-forward
     assert set(server["spec"]["dnsNames"]) == {
         f"{name}.{NAMESPACE}.svc{suffix}" for name in ("policyd", HEADLESS) for suffix in ("", ".cluster.local")
-    }
+    } | {"localhost"}
+    assert server["spec"]["ipAddresses"] == ["127.0.0.1"]
     for leaf, name in ((controller, "policy-controller"), (webhook, "policy-webhook")):
         assert leaf["spec"]["commonName"] == name
         assert "client auth" in leaf["spec"]["usages"] and "server auth" not in leaf["spec"]["usages"]
@@ -278,7 +268,7 @@ def test_the_controller_runs_as_2_replicas_one_leading_with_the_renderer_beside_
     socket = flags(controller)["--renderer"]
     assert socket.startswith("unix:") and renderer["command"] == ["policy-render", "--listen", socket]
     shared = {m["name"] for m in controller["volumeMounts"]} & {m["name"] for m in renderer["volumeMounts"]}
-    (volume,) = [v for v in pod["volumes"] if v["name"] in shared]
+    (volume,) = [v for v in pod["volumes"] if v["name"] in shared - {"tmp"}]  # each container's /tmp aside
     assert "emptyDir" in volume
     (mount,) = [m for m in renderer["volumeMounts"] if m["name"] == volume["name"]]
     assert socket.removeprefix("unix:").startswith(mount["mountPath"] + "/")
@@ -303,3 +293,80 @@ def test_authz_is_the_shipped_configmap_names_the_certificates_common_names_as_r
     assert sorted(authz["read"]) == sorted([controller, webhook])
     # under --cluster the catalog is the cluster's: policyd refuses ApplyObjects and DeleteObjects
     assert authz["write"] == []
+
+
+def test_the_generated_secrets_are_of_one_ca_and_name_what_the_certificates_would() -> None:
+    """Without cert-manager the chart's own Secrets, laid out as cert-manager's: the same names,
+    the CA as ca.crt, the leaves signed by it with the Certificates' names."""
+    generated = {d["metadata"]["name"]: d for d in render() if d["kind"] == "Secret"}
+    certificates = {d["spec"]["secretName"]: d for d in everything() if d["kind"] == "Certificate"}
+    assert set(generated) == set(certificates)
+    ca_pem = base64.b64decode(generated["policyd-ca"]["data"]["tls.crt"])
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    for name, secret in generated.items():
+        assert secret["type"] == "kubernetes.io/tls" and base64.b64decode(secret["data"]["ca.crt"]) == ca_pem
+        cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+        cert.verify_directly_issued_by(ca)
+        spec = certificates[name]["spec"]
+        if spec.get("commonName"):
+            (cn,) = cert.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
+            assert cn.value == spec["commonName"], name
+        if spec.get("dnsNames"):
+            sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            assert set(sans.get_values_for_type(x509.DNSName)) == set(spec["dnsNames"]), name
+            assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == spec.get("ipAddresses", []), name
+
+
+def test_every_container_runs_under_restricted_with_a_read_only_root_and_writes_to_tmp() -> None:
+    image = {"repository": "registry.example.com/policyd", "tag": "0.1.0", "digest": "sha256:" + "0" * 64}
+    for values, expected in (({}, "policyd:0.1.0"), ({"image": image}, f"{image['repository']}@{image['digest']}")):
+        pods = [d["spec"]["template"]["spec"] for d in render(values) if d["kind"] == "Deployment"]
+        assert len(pods) == 3
+        for pod in pods:
+            assert pod["securityContext"]["runAsNonRoot"] is True
+            assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+            (tmp,) = [v for v in pod["volumes"] if v["name"] == "tmp"]
+            assert tmp == {"name": "tmp", "emptyDir": {}}
+            for container in pod["containers"]:
+                assert container["image"] == expected  # one image for every container
+                assert container["securityContext"] == {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "runAsNonRoot": True,
+                    "capabilities": {"drop": ["ALL"]},
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                }, container["name"]
+                assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+                # the image's HOME is /nonexistent: the parse cache goes under /tmp
+                assert {"name": "XDG_CACHE_HOME", "value": "/tmp/cache"} in container["env"]
+
+
+def test_the_rules_are_the_configmaps_mounted_where_policyd_reads_and_watches_them() -> None:
+    pod, policyd = container_of("policyd", "policyd")
+    volume, key = mounted(pod, policyd, flags(policyd)["--rules"] + "/00-admission.yaml")
+    rules = named("ConfigMap", volume["configMap"]["name"])
+    assert key in rules["data"]
+    # no checksum of the rules on the pod template: a rule change must not restart the pods
+    assert "annotations" not in named("Deployment", "policyd")["spec"]["template"]["metadata"]
+
+
+def test_the_network_policies_let_only_the_clients_reach_policyds_api_and_the_api_server_the_webhook() -> None:
+    values = {"networkPolicy": {"apiServerCIDRs": ["10.0.0.1/32"], "metricsNamespaces": ["monitoring"]}}
+    policies = {d["metadata"]["name"]: d["spec"] for d in render(values) if d["kind"] == "NetworkPolicy"}
+    api, health, metrics = policies["policyd"]["ingress"]
+    assert api["ports"] == [{"port": "api", "protocol": "TCP"}]
+    assert [p["podSelector"]["matchLabels"]["app.kubernetes.io/name"] for p in api["from"]] == [
+        "policy-controller",
+        "policy-webhook",
+    ]
+    assert health == {"ports": [{"port": "health", "protocol": "TCP"}]}  # the kubelet's probe, plaintext status
+    assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    controller = {"app.kubernetes.io/name": "policy-controller", "app.kubernetes.io/part-of": "policyd"}
+    assert policies["policy-controller"] == {"podSelector": {"matchLabels": controller}, "policyTypes": ["Ingress"]}
+    (webhook,) = policies["policy-webhook"]["ingress"]
+    assert webhook["ports"] == [{"port": "webhook", "protocol": "TCP"}]
+    assert webhook["from"] == [{"ipBlock": {"cidr": "10.0.0.1/32"}}]
+    # no metrics namespaces named: nobody reaches the metrics port
+    (default,) = [d for d in render() if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == "policyd"]
+    assert len(default["spec"]["ingress"]) == 2
+    assert [d for d in render({"networkPolicy": {"enabled": False}}) if d["kind"] == "NetworkPolicy"] == []

@@ -1,8 +1,8 @@
-"""clients/webhook/deploy against a real API server: what it knows is server-side dry-run applied
-(cert-manager's kinds are not installed: those are checked offline, against what refers to them);
-two replicas behind a disruption budget, calling policyd's replicas through the headless Service
-(tests/controller/test_controller_deploy.py checks that Service and the certificate's names); and
-the shipped RBAC is exactly enough for read-your-writes: a webhook with a token of its
+"""The chart's webhook (charts/policyd): OME's four webhook configurations under OME's names, with
+failurePolicy, timeoutSeconds and the selectors from values, the caBundle the chart's CA or
+cert-manager's injection; two replicas behind a disruption budget, calling policyd's replicas
+through the headless Service (test_chart_topology.py checks that Service and the certificates'
+names); and its RBAC is exactly enough for read-your-writes: a webhook with a token of its
 ServiceAccount reads a runtime and a model policyd's catalog does not hold yet, and admits the
 InferenceService that names them."""
 
@@ -22,25 +22,40 @@ import yaml
 from controller.manifests import named_isvc, named_model, named_runtime
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
-from testkit.cluster import Cluster, accepted_by_a_dry_run
-from testkit.shared import REPO, RULES
+from testkit.cluster import Cluster
+from testkit.helm import objects, rbac, render, template
+from testkit.shared import RULES
+from webhook.support import PATHS, admission_review, running_webhook, serving_certs
 
 from clients import channels
 from clients.policyctl.conformance.daemons import serving
 
-from .support import PATHS, admission_review, running_webhook, serving_certs
-
-DEPLOY = REPO / "clients" / "webhook" / "deploy"
 NAMESPACE, SERVICE_ACCOUNT = "ome", "policy-webhook"
 CERT_MANAGER = "cert-manager.io/v1"
+WITH_CERT_MANAGER = {"certManager": {"enabled": True}}
+CONFIGURATIONS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+# OME's configurations (ome-resources: templates/ome-controller/webhooks), by kind and name
+OMES = {
+    ("MutatingWebhookConfiguration", "inferenceservice.ome.io"),
+    ("ValidatingWebhookConfiguration", "inferenceservice.ome.io"),
+    ("ValidatingWebhookConfiguration", "servingruntime.ome.io"),
+    ("ValidatingWebhookConfiguration", "clusterservingruntime.ome.io"),
+}
 
 
-def documents() -> list[dict[str, Any]]:
-    return [doc for path in sorted(DEPLOY.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
+def documents(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The webhook's objects and the configurations (with cert-manager: its Certificates)."""
+    docs = render(values or WITH_CERT_MANAGER)
+    return [
+        d
+        for d in docs
+        if d["kind"] in CONFIGURATIONS
+        or d["metadata"].get("labels", {}).get("app.kubernetes.io/name") == "policy-webhook"
+    ]
 
 
-def by_kind(kind: str) -> list[dict[str, Any]]:
-    return [doc for doc in documents() if doc["kind"] == kind]
+def by_kind(kind: str, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    return [doc for doc in documents(values) if doc["kind"] == kind]
 
 
 def ensure_namespace(api: client.ApiClient, name: str) -> None:
@@ -48,27 +63,10 @@ def ensure_namespace(api: client.ApiClient, name: str) -> None:
         client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
 
 
-def test_what_the_api_server_knows_is_accepted_by_a_server_side_dry_run(kube_cluster: Cluster) -> None:
-    known = [doc for doc in documents() if doc["apiVersion"] != CERT_MANAGER]
-    assert {doc["kind"] for doc in known} == {
-        "Deployment",
-        "PodDisruptionBudget",
-        "Service",
-        "ServiceAccount",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "ValidatingWebhookConfiguration",
-        "MutatingWebhookConfiguration",
-    }
-    api = kube_cluster.api()
-    accepted_by_a_dry_run(api, known, NAMESPACE, "webhook-deploy-test")
-    api.close()
-
-
 def test_omes_four_webhooks_are_registered_as_ome_registers_them() -> None:
-    (validating,) = by_kind("ValidatingWebhookConfiguration")
-    (mutating,) = by_kind("MutatingWebhookConfiguration")
-    hooks = {hook["name"]: hook for config in (validating, mutating) for hook in config["webhooks"]}
+    configs = [d for d in documents() if d["kind"] in CONFIGURATIONS]
+    assert {(c["kind"], c["metadata"]["name"]) for c in configs} == OMES
+    hooks = {hook["name"]: hook for config in configs for hook in config["webhooks"]}
     assert {name: hook["clientConfig"]["service"]["path"] for name, hook in hooks.items()} == {
         "inferenceservice.ome-webhook-server.validator": PATHS["inferenceservice"],
         "servingruntime.ome-webhook-server.validator": PATHS["servingruntime"],
@@ -91,23 +89,21 @@ def test_omes_four_webhooks_are_registered_as_ome_registers_them() -> None:
 
 
 def test_the_cert_manager_objects_fit_what_refers_to_them() -> None:
-    """The serving certificate; the client certificate for policyd is policyd's CA's
-    (tests/controller/test_controller_deploy.py)."""
-    (issuer,) = by_kind("Issuer")
+    """The serving certificate, of policyd's CA Issuer (test_chart_topology.py checks the CA)."""
     (certificate,) = [doc for doc in by_kind("Certificate") if doc["spec"].get("dnsNames")]
     (deployment,) = by_kind("Deployment")
     (service,) = by_kind("Service")
-    assert issuer["apiVersion"] == certificate["apiVersion"] == CERT_MANAGER
-    assert "selfSigned" in issuer["spec"]
-    assert certificate["spec"]["issuerRef"] == {"kind": "Issuer", "name": issuer["metadata"]["name"]}
-    assert issuer["metadata"]["namespace"] == certificate["metadata"]["namespace"] == NAMESPACE
+    assert certificate["apiVersion"] == CERT_MANAGER
+    assert certificate["spec"]["issuerRef"] == {"kind": "Issuer", "name": "policyd-ca"}
+    assert "server auth" in certificate["spec"]["usages"]
+    assert certificate["metadata"]["namespace"] == NAMESPACE
     svc = f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
     assert svc in certificate["spec"]["dnsNames"]
     # the API server trusts the Certificate's CA, which cert-manager injects into both configurations
     injected = f"{certificate['metadata']['namespace']}/{certificate['metadata']['name']}"
-    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-        (config,) = by_kind(kind)
+    for config in [d for d in documents() if d["kind"] in CONFIGURATIONS]:
         assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == injected
+        assert [hook["clientConfig"].get("caBundle") for hook in config["webhooks"]] == [None]
     # the Deployment serves the Certificate's Secret from --cert-dir
     pod = deployment["spec"]["template"]["spec"]
     (volume,) = [
@@ -116,6 +112,7 @@ def test_the_cert_manager_objects_fit_what_refers_to_them() -> None:
     (container,) = pod["containers"]
     (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
     assert f"--cert-dir={mount['mountPath']}" in container["args"]
+    assert mount["readOnly"] is True
     assert deployment["spec"]["replicas"] == 2
     assert pod["serviceAccountName"] == SERVICE_ACCOUNT
 
@@ -172,10 +169,11 @@ def test_the_cluster_role_only_gets_the_five_kinds_it_reads() -> None:
 
 
 def service_account_kubeconfig(cluster: Cluster, api: client.ApiClient, path: Path) -> Path:
-    """Apply rbac.yaml; a kubeconfig with a bound token of its ServiceAccount, as a pod gets one."""
+    """Apply the chart's RBAC of the webhook; a kubeconfig with a bound token of its ServiceAccount,
+    as a pod gets one."""
     ensure_namespace(api, NAMESPACE)
     resources = dynamic.DynamicClient(api).resources
-    for doc in yaml.safe_load_all((DEPLOY / "rbac.yaml").read_text()):
+    for doc in rbac("policy-webhook"):
         resource = resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
         resource.server_side_apply(body=doc, field_manager="webhook-deploy-test", force_conflicts=True)
     request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
@@ -219,7 +217,7 @@ def fresh_objects(kube_cluster: Cluster) -> Iterator[tuple[dict[str, Any], dict[
         api.close()
 
 
-def test_what_policyds_catalog_lacks_is_read_from_the_cluster_with_the_shipped_rbac(
+def test_what_policyds_catalog_lacks_is_read_from_the_cluster_with_the_charts_rbac(
     kube_cluster: Cluster, tmp_path: Path, fresh_objects: tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
 ) -> None:
     runtime, model, isvc = fresh_objects
@@ -244,3 +242,73 @@ def test_what_policyds_catalog_lacks_is_read_from_the_cluster_with_the_shipped_r
         refused = [r["msg"] for r in records if 'HTTP/1.1" 403' in r["msg"] or "orbidden" in r["msg"]]
         assert refused == [] and [r["msg"] for r in records if r["level"] in ("warning", "error")] == []
     api.close()
+
+
+def test_the_generated_ca_is_every_configurations_ca_bundle() -> None:
+    docs = render()
+    (ca,) = [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == "policyd-ca"]
+    configs = [d for d in docs if d["kind"] in CONFIGURATIONS]
+    assert len(configs) == 4
+    for config in configs:
+        assert "annotations" not in config["metadata"]
+        assert [hook["clientConfig"]["caBundle"] for hook in config["webhooks"]] == [ca["data"]["tls.crt"]]
+
+
+def test_failure_policy_timeout_and_selectors_are_values() -> None:
+    selector = {"matchExpressions": [{"key": "policyd.example.com/skip", "operator": "DoesNotExist"}]}
+    values = {
+        "webhook": {
+            "failurePolicy": "Ignore",
+            "timeoutSeconds": 5,
+            "namespaceSelector": {"matchLabels": {"ome-webhooks": "on"}},
+            "objectSelector": selector,
+        }
+    }
+    for config in by_kind("ValidatingWebhookConfiguration", values) + by_kind("MutatingWebhookConfiguration", values):
+        (hook,) = config["webhooks"]
+        assert (hook["failurePolicy"], hook["timeoutSeconds"], hook["objectSelector"]) == ("Ignore", 5, selector)
+        # a namespaceSelector does not apply to cluster-scoped objects: not set on their webhook
+        namespaced = hook["rules"][0]["resources"] != ["clusterservingruntimes"]
+        assert hook.get("namespaceSelector") == ({"matchLabels": {"ome-webhooks": "on"}} if namespaced else None)
+    for config in by_kind("ValidatingWebhookConfiguration"):  # the defaults: OME's
+        (hook,) = config["webhooks"]
+        assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Fail", 10)
+        assert "namespaceSelector" not in hook and "objectSelector" not in hook
+
+
+def test_taking_over_neither_part_leaves_policyd_alone() -> None:
+    docs = render({"takeOver": {"controller": False, "webhooks": False}})
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Deployment"] == ["policyd"]
+    assert [d for d in docs if d["kind"] in CONFIGURATIONS] == []
+
+
+def test_the_api_servers_addresses_are_looked_up_when_not_given(helm_cluster: Cluster) -> None:
+    """Only the API server may reach the webhook's port: its addresses are the `kubernetes`
+    Service's EndpointSlice (the test control plane runs without the reconciler that writes it)."""
+    endpoints = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "kubernetes",
+            "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "kubernetes"},
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.1.2.3"]}, {"addresses": ["10.1.2.4"]}],
+        "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}],
+    }
+    helm_cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(endpoints))
+    try:
+        rendered = template({}, kubeconfig=helm_cluster.kubeconfig)
+    finally:
+        helm_cluster.kubectl("delete", "endpointslice", "kubernetes", "-n", "default")
+    (policy,) = [
+        d for d in objects(rendered) if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == "policy-webhook"
+    ]
+    assert policy["spec"]["ingress"][0]["from"] == [
+        {"ipBlock": {"cidr": "10.1.2.3/32"}},
+        {"ipBlock": {"cidr": "10.1.2.4/32"}},
+    ]
+    # offline there is nothing to look up: any address, and NOTES.txt says so
+    (offline,) = [d for d in render() if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == "policy-webhook"]
+    assert "from" not in offline["spec"]["ingress"][0]
