@@ -20,7 +20,7 @@ from clients.tls_faults import TlsFault
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
-from policyd.edge.metadata_keys import VALIDATION_KEY, WARNING_KEY
+from policyd.edge.metadata_keys import VALIDATION_KEY, WARNING_KEY, decoded
 
 DEFAULT_ADDRESS = os.environ.get("POLICYD_ADDRESS", "127.0.0.1:50051")
 DEFAULT_RENDERER = os.environ.get("POLICY_RENDER_ADDRESS", "unix:/tmp/policy-render.sock")
@@ -71,7 +71,7 @@ class Caller:
         return reply
 
     def _keep(self, trailers: Any) -> None:
-        self.warnings.extend(str(v) for k, v in trailers or () if k == WARNING_KEY)
+        self.warnings.extend(decoded(v) for k, v in trailers or () if k == WARNING_KEY)
 
 
 def rpc_error(err: grpc.RpcError, address: str) -> list[str]:

@@ -20,7 +20,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from policyd.edge.limits import LimitExceeded, Limits, check_request, deadline_in
-from policyd.edge.metadata_keys import FIELD_KEY
+from policyd.edge.metadata_keys import FIELD_KEY, encoded
 
 log = logging.getLogger("policyd.gate")
 QUIET_SECONDS = 0.25  # draining ends once no call has arrived for this long (and none is in progress)
@@ -132,7 +132,7 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
             code, message, field = refusal
             self.count_call(method, code)
             if field:
-                context.set_trailing_metadata(((FIELD_KEY, field),))
+                context.set_trailing_metadata(((FIELD_KEY, encoded(field)),))
             context.abort(code, message)
         timeout = self.limits.call_timeout if remaining is None else min(remaining, self.limits.call_timeout)
         with deadline_in(timeout):

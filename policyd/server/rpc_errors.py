@@ -11,7 +11,7 @@ import grpc
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from policyd.edge.metadata_keys import FIELD_KEY, WARNING_KEY
+from policyd.edge.metadata_keys import FIELD_KEY, WARNING_KEY, encoded
 from policyd.errors import InvalidInput
 
 Trailers = tuple[tuple[str, str | bytes], ...]
@@ -25,7 +25,7 @@ class _Status(grpc.Status):  # type: ignore[misc]  # grpc.Status is an untyped a
 
 
 def warning_trailers(warnings: Iterable[str]) -> Trailers:
-    return tuple((WARNING_KEY, w) for w in warnings)
+    return tuple((WARNING_KEY, encoded(w)) for w in warnings)
 
 
 def invalid_argument(err: InvalidInput, warnings: Iterable[str] = ()) -> grpc.Status:
@@ -41,5 +41,5 @@ def invalid_argument(err: InvalidInput, warnings: Iterable[str] = ()) -> grpc.St
     return _Status(
         standard.code,
         standard.details,
-        (*standard.trailing_metadata, (FIELD_KEY, err.field), *warning_trailers(warnings)),
+        (*standard.trailing_metadata, (FIELD_KEY, encoded(err.field)), *warning_trailers(warnings)),
     )
