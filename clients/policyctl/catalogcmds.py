@@ -1,8 +1,9 @@
 """policyctl apply, delete and status: the running daemon's catalog, as kubectl shows a cluster's.
 
 An object applied or deleted over the API that the watched catalog directory also has overrides
-the directory's object until that object changes in the directory (or policyd restarts); apply
-and delete warn when that happens, and status lists every such override."""
+the directory's object until that object changes in the directory (or policyd restarts, unless
+its --state-dir keeps the change); apply and delete warn when that happens, and status lists
+every such override."""
 
 from __future__ import annotations
 
@@ -31,10 +32,17 @@ def _plural(kind: str) -> str:
     return f"{known.plural}.{GROUP}" if known else kind
 
 
+def _lasts(kept: bool) -> str:
+    """Until when an override holds: a policyd with --state-dir keeps it across restarts."""
+    if kept:
+        return "until the object changes there (policyd's --state-dir keeps it across restarts)"
+    return "until the object changes there, or policyd restarts"
+
+
 def _override_warning(change: pb.ObjectChange) -> str:
     return (
         f"{_name(change.key)} is also in the watched catalog directory ({change.overrides_file}): "
-        "this change holds until the object changes there, or policyd restarts"
+        f"this change holds {_lasts(change.kept)}"
     )
 
 
@@ -170,7 +178,7 @@ def status(args: argparse.Namespace) -> Result:
     footer = []
     if reply.overrides:
         overrides = [(_name(o.key), o.action, when(o.at_unix_seconds), o.file) for o in reply.overrides]
-        footer += ["", "OVERRIDES OF THE WATCHED DIRECTORY (until the object changes there, or policyd restarts)"]
+        footer += ["", f"OVERRIDES OF THE WATCHED DIRECTORY ({_lasts(all(o.kept for o in reply.overrides))})"]
         footer.append(table(("OBJECT", "ACTION", "AT", "FILE"), overrides))
     if reply.catalog_source == "cluster":
         footer += ["", _cluster_heading(reply)]

@@ -1221,12 +1221,18 @@ class ObjectChange(_message.Message):
     KEY_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
     OVERRIDES_FILE_FIELD_NUMBER: _builtins.int
+    KEPT_FIELD_NUMBER: _builtins.int
     action: _builtins.str
     """Apply: created, configured or unchanged. Delete: deleted or not_found."""
     overrides_file: _builtins.str
     """When the watched catalog directory also has an object with this key: its file. The
     change then overrides the directory's object until that object changes in the
-    directory (or policyd restarts); GetStatusResponse.overrides lists it meanwhile.
+    directory (or, without policyd --state-dir, policyd restarts); GetStatusResponse.overrides
+    lists it meanwhile.
+    """
+    kept: _builtins.bool
+    """The change is kept across restarts (policyd --state-dir): only the directory's object
+    changing ends it.
     """
     @_builtins.property
     def key(self) -> Global___ObjectKey: ...
@@ -1236,10 +1242,11 @@ class ObjectChange(_message.Message):
         key: Global___ObjectKey | None = ...,
         action: _builtins.str = ...,
         overrides_file: _builtins.str = ...,
+        kept: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "key", b"key", "overrides_file", b"overrides_file"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "kept", b"kept", "key", b"key", "overrides_file", b"overrides_file"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1595,11 +1602,14 @@ class CatalogOverride(_message.Message):
     ACTION_FIELD_NUMBER: _builtins.int
     AT_UNIX_SECONDS_FIELD_NUMBER: _builtins.int
     FILE_FIELD_NUMBER: _builtins.int
+    KEPT_FIELD_NUMBER: _builtins.int
     action: _builtins.str
     """applied or deleted."""
     at_unix_seconds: _builtins.float
     file: _builtins.str
     """The directory's file with the object."""
+    kept: _builtins.bool
+    """Kept across restarts (policyd --state-dir), as ObjectChange.kept."""
     @_builtins.property
     def key(self) -> Global___ObjectKey: ...
     def __init__(
@@ -1609,10 +1619,11 @@ class CatalogOverride(_message.Message):
         action: _builtins.str = ...,
         at_unix_seconds: _builtins.float = ...,
         file: _builtins.str = ...,
+        kept: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "at_unix_seconds", b"at_unix_seconds", "file", b"file", "key", b"key"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "at_unix_seconds", b"at_unix_seconds", "file", b"file", "kept", b"kept", "key", b"key"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -332,6 +332,7 @@ def _serve(args: argparse.Namespace) -> int:
     holder.append(state)
     if kept is not None:
         state.on_changes = kept.save_changes
+        state.changes_kept = True
     _record_catalog(state)
     settle_heap()
 

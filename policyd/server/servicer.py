@@ -108,8 +108,10 @@ def _selection(choice: decide.Choice) -> pb.RuntimeSelection:
     return out
 
 
-def object_change(change: Change) -> pb.ObjectChange:
-    return pb.ObjectChange(key=object_key(change.key), action=change.action, overrides_file=change.file)
+def object_change(change: Change, kept: bool) -> pb.ObjectChange:
+    return pb.ObjectChange(
+        key=object_key(change.key), action=change.action, overrides_file=change.file, kept=kept and bool(change.file)
+    )
 
 
 class _RequestId:
@@ -478,7 +480,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             catalog_revision=updated.revision,
             runtimes=len(updated.runtimes),
             models=len(updated.models),
-            changes=[object_change(c) for c in changes],
+            changes=[object_change(c, self.state.changes_kept) for c in changes],
             inference_services=len(updated.inference_services),
             accelerator_classes=len(updated.accelerator_classes),
         )
@@ -495,7 +497,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return pb.DeleteObjectsResponse(
             catalog_revision=updated.revision,
             deleted=sum(1 for c in changes if c.action == "deleted"),
-            changes=[object_change(c) for c in changes],
+            changes=[object_change(c, self.state.changes_kept) for c in changes],
         )
 
     def GetObjects(self, request: pb.GetObjectsRequest, context: grpc.ServicerContext) -> pb.GetObjectsResponse:
@@ -535,7 +537,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             catalog_errors=self.state.catalog_errors if self.cluster is None else self._refused(),
             endpoints=self.endpoints,
             overrides=[
-                pb.CatalogOverride(key=object_key(key), action=o.action, at_unix_seconds=o.at, file=file)
+                pb.CatalogOverride(
+                    key=object_key(key), action=o.action, at_unix_seconds=o.at, file=file, kept=self.state.changes_kept
+                )
                 for key, o, file in self.state.overrides()
             ],
             catalog_source="local" if self.cluster is None else "cluster",

@@ -136,6 +136,7 @@ class ServingState:
         self._dir_files: dict[Key, str] = {}
         self._overrides: dict[Key, Override] = dict(changes or {})
         self.on_changes: Callable[[dict[Key, Override]], None] = lambda _: None  # API changes in force, to keep
+        self.changes_kept = False  # whether on_changes keeps them across restarts (--state-dir)
         self._catalog = Catalog.of([])
         if catalog_dir is not None:
             self.reload_catalog()
