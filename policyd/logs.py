@@ -51,6 +51,18 @@ def _text_value(value: Any) -> str:
     return json.dumps(text) if not text or any(c.isspace() or c in '"=' for c in text) else text
 
 
+def add_fields(**fields: Any) -> None:
+    """Fields every later line of this process carries (a worker of ``--processes``: its index
+    and pid, so that workers writing to one stream can be told apart)."""
+
+    def tag(record: logging.LogRecord) -> bool:
+        record.__dict__.update(fields)
+        return True
+
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(tag)
+
+
 def configure_logging(level: str, fmt: str) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())

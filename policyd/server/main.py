@@ -39,7 +39,7 @@ from policyd.grpc_process import (
 from policyd.heap import give_back_heap, settle_heap
 from policyd.kube.sync import ClusterCatalog
 from policyd.kubeconfig import ConfigError, load_configuration
-from policyd.logs import configure_logging
+from policyd.logs import add_fields, configure_logging
 from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.resources.kinds import OME_KINDS
 from policyd.server import observability as obs
@@ -305,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.own_listen is not None:  # a worker of --processes: its index is its endpoint's
+        add_fields(worker=args.endpoints.split(",").index(args.own_listen.text), pid=os.getpid())
     decisions = _decision_log(args.decision_log)
     kept = _state_dir(args)
     holder: list[ServingState] = []
