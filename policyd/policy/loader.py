@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -96,7 +97,25 @@ def _item_lines(text: str) -> dict[str, list[int]]:
 
 
 def rule_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in RULE_FILE_SUFFIXES)
+    """The directory's rule files; RuleFileError for one that is a symlink loop (is_file calls it
+    no file, and skipping it would serve the rules without it as if nothing were wrong)."""
+    found = []
+    for path in directory.iterdir():
+        if path.suffix not in RULE_FILE_SUFFIXES:
+            continue
+        if path.is_file():
+            found.append(path)
+        elif _loops(path):
+            raise RuleFileError(str(path), "symlink loop")
+    return sorted(found)
+
+
+def _loops(path: Path) -> bool:
+    try:
+        path.stat()
+    except OSError as err:
+        return err.errno == errno.ELOOP
+    return False
 
 
 RuleText = tuple[str, str]  # a rule file's name (as errors name it) and its content
@@ -105,7 +124,10 @@ RuleText = tuple[str, str]  # a rule file's name (as errors name it) and its con
 def directory_texts(directory: Path) -> list[RuleText]:
     """The rule files of a directory, read; RuleFileError when there are none."""
     if not directory.is_dir():
-        raise RuleFileError(str(directory), "rules directory does not exist")
+        raise RuleFileError(
+            str(directory),
+            "rules directory is a symlink loop" if _loops(directory) else "rules directory does not exist",
+        )
     files = rule_files(directory)
     if not files:
         raise RuleFileError(str(directory), "no rule files (*.yaml) in the rules directory")

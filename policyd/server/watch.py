@@ -64,6 +64,9 @@ class Watcher(threading.Thread):
         existed = self._existed
         while not self._stopping.is_set():
             if not self.root.is_dir():
+                if existed:
+                    # gone, or now a symlink loop: the reader says so (a refused reload, a catalog fault)
+                    self._changed()
                 # nothing to watch yet (or any more): look again until it is there
                 self._stopping.wait(self.interval)
                 existed = False
