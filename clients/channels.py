@@ -81,8 +81,10 @@ class AddressError(ValueError):
 
 # What every channel to policyd does: a call that found a replica unavailable (stopping, killed,
 # or still listing the cluster) goes again, to the next replica when there are several; a
-# policyd that went away is dialled again within a second or two of coming back (gRPC's
-# default reconnect backoff grows to two minutes).
+# policyd that went away is dialled again within a second or two of coming back. gRPC's defaults
+# take up to two minutes: its reconnect backoff grows to two minutes, and a connection attempt that
+# hangs (a vanished pod's IP drops the SYN, a stopped process never completes the handshake) is
+# given 20 s (min_reconnect_backoff_ms) before the next one starts.
 _RETRY = {
     "name": [{}],  # every method of every service: the renderer's too
     "retryPolicy": {
@@ -93,7 +95,12 @@ _RETRY = {
         "retryableStatusCodes": ["UNAVAILABLE"],
     },
 }
-RECONNECT = [("grpc.initial_reconnect_backoff_ms", 200), ("grpc.max_reconnect_backoff_ms", 2000)]
+RECONNECT = [
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+    # an attempt's deadline, TCP connect and TLS handshake included: ample on a loaded machine
+    ("grpc.min_reconnect_backoff_ms", 2000),
+]
 
 
 def service_config(balanced: bool) -> str:
