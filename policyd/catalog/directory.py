@@ -25,6 +25,7 @@ from functools import cache
 from pathlib import Path
 
 from policyd import textfiles
+from policyd.catalog.private_files import Untrusted, check_directory, open_private
 from policyd.catalog.snapshot import CatalogObject, Key, key_of
 from policyd.errors import InvalidInput
 from policyd.pickling import ByConstructor
@@ -214,17 +215,23 @@ class ParseCache:
     def __init__(self, cache_dir: Path | None, root: Path) -> None:
         name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
         self.path = cache_dir / f"catalog-{name}.pickle" if cache_dir is not None else None
+        if cache_dir is not None:
+            try:
+                check_directory(cache_dir)  # a pickle runs its writer's code: only this user's are read
+            except Untrusted as err:
+                log.warning("catalog parse cache not used", extra={"directory": str(cache_dir), "error": str(err)})
+                self.path = None
         with no_collection():
             self._known, self._stamps = self._read()
         self._stored = (set(self._known), dict(self._stamps))
 
     def _read(self) -> tuple[dict[str, Parsed], dict[str, tuple[Stamp, str]]]:
-        if self.path is None or not self.path.is_file():
+        if self.path is None or not self.path.exists():
             return {}, {}
         try:
-            with self.path.open("rb") as f:
+            with open_private(self.path) as f:
                 stored = pickle.load(f)
-        except Exception as err:  # anything unpickling can raise: the cache is only an optimisation
+        except Exception as err:  # anything unpickling can raise, or Untrusted: the cache is only an optimisation
             log.warning("catalog parse cache unreadable", extra={"file": str(self.path), "error": str(err)})
             return {}, {}
         if not isinstance(stored, dict) or stored.get("parser") != parser_digest():
@@ -272,7 +279,7 @@ class ParseCache:
         if self.path is None or (set(self._known), self._stamps) == self._stored:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=self.path.parent, prefix=".catalog-", delete=False) as f:
                 stored = {"parser": parser_digest(), "files": self._known, "stamps": self._stamps}
                 pickle.dump(stored, f, protocol=pickle.HIGHEST_PROTOCOL)
