@@ -120,12 +120,33 @@ def _host(address: str) -> str:
 
 def target_of(address: str) -> tuple[str, list[tuple[str, Any]]]:
     """gRPC's target for an address as a flag gives it, and the channel options it needs;
-    AddressError for a list that cannot be one. A ``dns:///`` name is balanced over every
-    address it resolves to (a headless Service's pods: policyd's replicas)."""
+    AddressError for an address or a list that cannot be one. A ``dns:///`` name is balanced over
+    every address it resolves to (a headless Service's pods: policyd's replicas)."""
     if "," in address:
         return balanced(address)
+    _check(address)
     many = address.startswith("dns:")
     return address, [("grpc.service_config", service_config(many)), *RECONNECT]
+
+
+def _check(address: str) -> None:
+    """AddressError unless ``address`` is ``host:port``, ``dns:[//authority/]host:port`` or a
+    ``unix:`` socket: gRPC would take anything else as a name to resolve, and fail every call."""
+    if address.startswith(("unix:", "unix-abstract:")):
+        return
+    name = address.removeprefix("dns:")
+    if name != address and name.startswith("//"):
+        name = name[2:].partition("/")[2]  # the DNS server's authority, usually empty
+    host, sep, port = name.rpartition(":")
+    bare = host.removeprefix("[").removesuffix("]")
+    if "://" in name:
+        raise AddressError(f"address {address!r}: give host:port, without a URL scheme")
+    if not sep or not port:
+        raise AddressError(f"address {address!r}: no port (give host:port)")
+    if not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise AddressError(f"address {address!r}: port {port!r} is not a number from 1 to 65535")
+    if not bare or (":" in bare and bare == host) or any(c in bare for c in "/[]@ "):
+        raise AddressError(f"address {address!r}: {host!r} is not a host name or IP address (IPv6 in brackets)")
 
 
 def balanced(addresses: str) -> tuple[str, list[tuple[str, Any]]]:

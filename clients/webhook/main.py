@@ -52,7 +52,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--cert-dir",
         type=Path,
         default=Path("/tmp/k8s-webhook-server/serving-certs"),
-        help="directory with tls.crt and channels.key, served as they change (default %(default)s)",
+        help="directory with tls.crt and tls.key, served as they change (default %(default)s)",
     )
     p.add_argument(
         "--kubeconfig",

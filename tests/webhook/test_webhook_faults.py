@@ -5,8 +5,10 @@ what it leaves behind in $TMPDIR."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
@@ -16,7 +18,15 @@ from testkit.shared import RULES
 
 from clients.policyctl.conformance.daemons import serving
 
-from .support import PATHS, Certs, admission_review, running_webhook, serving_certs
+from .support import (
+    PATHS,
+    Certs,
+    admission_review,
+    running_webhook,
+    serving_certs,
+    unreachable_kubeconfig,
+    webhook_command,
+)
 
 ISVC = PATHS["inferenceservice"]
 
@@ -52,3 +62,21 @@ def test_reviews_are_admitted_within_seconds_of_policyd_coming_back(certs: Certs
         while not client.post(f"{ISVC}?timeout=2s", admission_review(named_isvc())).response["allowed"]:
             assert time.monotonic() - back < 6, "still denied 6 s after policyd came back"
             time.sleep(0.05)
+
+
+# -- flags ---------------------------------------------------------------------------------------------
+
+
+def test_a_bad_policyd_address_is_refused_before_serving(certs: Certs, tmp_path: Path) -> None:
+    command = webhook_command("bogus:::", certs.cert_dir, "--listen", "127.0.0.1:0")
+    command += ["--kubeconfig", str(unreachable_kubeconfig(tmp_path / "kubeconfig"))]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (2, "policy-webhook: address 'bogus:::': no port (give host:port)\n")
+
+
+def test_the_help_names_the_files_cert_dir_holds() -> None:
+    done = subprocess.run(
+        webhook_command("127.0.0.1:1", Path("."), "--help"), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "directory with tls.crt and tls.key, served as they change" in " ".join(done.stdout.split())
