@@ -28,6 +28,15 @@ def _describe(key: pb.ObjectKey) -> str:
     return f"{key.kind} {key.namespace}/{key.name}" if key.namespace else f"{key.kind} {key.name}"
 
 
+def reads_client() -> client.ApiClient:
+    """An API client of the default configuration's without urllib3's retries: they give each
+    attempt the whole timeout again (four attempts: a slow API server took a review's reads 36 s,
+    past its deadline); a read here is bounded by the time the review has left, and not retried."""
+    configuration = client.Configuration.get_default_copy()
+    configuration.retries = False
+    return client.ApiClient(configuration)
+
+
 class ClusterReads:
     def __init__(self, api: client.ApiClient) -> None:
         self.custom = client.CustomObjectsApi(api)

@@ -14,12 +14,11 @@ import threading
 from pathlib import Path
 
 from grpc_health.v1 import health_pb2_grpc
-from kubernetes import client
 
 from clients import channels
 from clients.webhook.admission import Reviewer
 from clients.webhook.certs import CertError, ServingCertificates
-from clients.webhook.cluster_reads import ClusterReads
+from clients.webhook.cluster_reads import ClusterReads, reads_client
 from clients.webhook.server import WebhookServer
 from policyd import version
 from policyd.contract import policy_pb2_grpc
@@ -93,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     # and no TLS diagnosis on every call: the reviewer asks for one when policyd does not answer
     connection = dataclasses.replace(connection, timeout=None)
     channel = connection.channel(args.policyd, diagnosed=False)
-    api = client.ApiClient()
+    api = reads_client()
     reviewer = Reviewer(
         policy_pb2_grpc.PolicyServiceStub(channel),
         args.policyd,

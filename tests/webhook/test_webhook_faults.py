@@ -5,6 +5,7 @@ what it leaves behind in $TMPDIR."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -62,6 +63,40 @@ def test_reviews_are_admitted_within_seconds_of_policyd_coming_back(certs: Certs
         while not client.post(f"{ISVC}?timeout=2s", admission_review(named_isvc())).response["allowed"]:
             assert time.monotonic() - back < 6, "still denied 6 s after policyd came back"
             time.sleep(0.05)
+
+
+# -- read-your-writes against a slow API server -------------------------------------------------------
+
+
+@pytest.fixture
+def silent_api_server(tmp_path: Path) -> Iterator[Path]:
+    """A kubeconfig naming an API server that accepts connections and never answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        kubeconfig = unreachable_kubeconfig(tmp_path / "kubeconfig")
+        kubeconfig.write_text(kubeconfig.read_text().replace("127.0.0.1:9", f"127.0.0.1:{sock.getsockname()[1]}"))
+        yield kubeconfig
+
+
+def test_reads_from_a_slow_api_server_end_within_the_reviews_timeout(
+    certs: Certs, policyd: str, silent_api_server: Path
+) -> None:
+    """A runtime policyd's catalog lacks is read from the API server; the kubernetes client's
+    retries gave each of four attempts the whole budget again."""
+    isvc = named_isvc()
+    isvc["spec"]["runtime"] = {"name": "srt-just-applied"}
+    with running_webhook(policyd, certs.cert_dir, kubeconfig=silent_api_server) as webhook:
+        client = webhook.client(certs.ca)
+        start = time.monotonic()
+        response = client.post(f"{ISVC}?timeout=4s", admission_review(isvc)).response
+        took = time.monotonic() - start
+        assert took < 4, took  # answered by timeout - 1 s (3 s), before the API server gives up
+        assert response["allowed"] is False
+        assert "srt-just-applied" in response["status"]["message"]
+        assert any(
+            "cannot read ClusterServingRuntime srt-just-applied" in str(line.get("msg")) for line in webhook.logs()
+        )
 
 
 # -- flags ---------------------------------------------------------------------------------------------
