@@ -120,6 +120,11 @@ class Pod:
                 project(self.volumes[volume["name"]], files)
 
 
+def sidecars(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The pod's native sidecars: init containers that keep running (restartPolicy Always)."""
+    return [c for c in spec.get("initContainers", []) if c.get("restartPolicy") == "Always"]
+
+
 def local(word: str, mounts: list[tuple[str, Path]], ports: Mapping[int, int], headless: str) -> str:
     """One word of a command line (or an environment value) as it reads here: the path in it (after
     the start, ``=`` or ``:``) on the longest mount that holds it, the addresses on 127.0.0.1."""
@@ -162,7 +167,7 @@ class Pods:
         kubeconfig = service_account_kubeconfig(
             self.cluster, self.namespace, spec["serviceAccountName"], pod.root / "kubeconfig"
         )
-        for container in spec["containers"]:
+        for container in [*sidecars(spec), *spec["containers"]]:
             ports = {p["name"]: free_port() for p in container.get("ports", [])}
             env = {
                 "PATH": f"{self.bin_dir}:{os.environ['PATH']}",
@@ -177,27 +182,47 @@ class Pods:
         return pod
 
     def start(self, pod: Pod, headless: str) -> None:
-        """Each container's command and args, made local, as a process of its own."""
+        """The native sidecars first, each waited for until its startupProbe passes, as the kubelet
+        does; then the containers. Each command made local, a process of its own."""
+        for sidecar in sidecars(pod.spec):
+            self._run(pod, sidecar, headless)
+            probe = sidecar.get("startupProbe", {}).get("exec")
+            if probe:
+                self._wait_for_probe(pod, sidecar, probe["command"], headless)
         for container in pod.spec["containers"]:
-            here = pod.containers[container["name"]]
-            declared = {p["containerPort"]: here.ports[p["name"]] for p in container.get("ports", [])}
-            mounts = pod.mounted(container)
-            words = [*container["command"], *container.get("args", [])]
-            here.argv = [local(w, mounts, declared, headless) for w in words]
-            for var in container.get("env", []):  # the manifest's: its paths and addresses made local
-                if "value" in var:
-                    here.env[var["name"]] = local(var["value"], mounts, declared, headless)
-                elif var["valueFrom"].get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
-                    here.env[var["name"]] = self.namespace
-            here.process = subprocess.Popen(
-                here.argv,
-                env=here.env,
-                cwd=pod.root,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=here.log.open("wb"),
-                start_new_session=True,
-            )
+            self._run(pod, container, headless)
+
+    def _local(self, pod: Pod, container: Mapping[str, Any], words: list[str], headless: str) -> list[str]:
+        here = pod.containers[container["name"]]
+        declared = {p["containerPort"]: here.ports[p["name"]] for p in container.get("ports", [])}
+        return [local(w, pod.mounted(container), declared, headless) for w in words]
+
+    def _run(self, pod: Pod, container: Mapping[str, Any], headless: str) -> None:
+        here = pod.containers[container["name"]]
+        here.argv = self._local(pod, container, [*container["command"], *container.get("args", [])], headless)
+        for var in container.get("env", []):  # the manifest's: its paths and addresses made local
+            if "value" in var:
+                (here.env[var["name"]],) = self._local(pod, container, [var["value"]], headless)
+            elif var["valueFrom"].get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
+                here.env[var["name"]] = self.namespace
+        here.process = subprocess.Popen(
+            here.argv,
+            env=here.env,
+            cwd=pod.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=here.log.open("wb"),
+            start_new_session=True,
+        )
+
+    def _wait_for_probe(self, pod: Pod, container: Mapping[str, Any], command: list[str], headless: str) -> None:
+        here = pod.containers[container["name"]]
+        argv = self._local(pod, container, command, headless)
+        deadline = time.monotonic() + 60
+        while subprocess.run(argv, env=here.env, cwd=pod.root, check=False, timeout=30).returncode != 0:
+            assert here.process is not None and here.process.poll() is None, here.log.read_text()[-2000:]
+            assert time.monotonic() < deadline, f"{pod.name}/{here.name}'s startupProbe {argv} did not pass"
+            time.sleep(0.1)
 
     def alive(self) -> dict[str, int]:
         """Every container's pid, checked to be running."""

@@ -18,9 +18,11 @@ import base64
 import datetime
 import ipaddress
 import json
+import shutil
 import ssl
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -164,12 +166,16 @@ def installed(helm_cluster: Cluster) -> Iterator[Cluster]:
 
 
 @pytest.fixture
-def pods(installed: Cluster, tmp_path: Path) -> Iterator[Pods]:
-    running = Pods(installed, NAMESPACE, tmp_path / "pods", Path(sys.executable).parent)
+def pods(installed: Cluster) -> Iterator[Pods]:
+    # a short root: the renderer's unix socket path must stay within 107 bytes (pytest's tmp_path,
+    # under xdist, does not)
+    root = Path(tempfile.mkdtemp(prefix="pods-"))
+    running = Pods(installed, NAMESPACE, root, Path(sys.executable).parent)
     try:
         yield running
     finally:
         running.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_seed_002_through_the_installed_charts_containers_and_a_rule_added_by_helm_upgrade(

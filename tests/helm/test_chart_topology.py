@@ -61,7 +61,7 @@ def flags(container: dict[str, Any]) -> dict[str, str]:
 
 def container_of(deployment: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     pod = named("Deployment", deployment)["spec"]["template"]["spec"]
-    (container,) = [c for c in pod["containers"] if c["name"] == name]
+    (container,) = [c for c in [*pod.get("initContainers", []), *pod["containers"]] if c["name"] == name]
     return pod, container
 
 
@@ -266,7 +266,13 @@ def test_the_controller_runs_as_2_replicas_one_leading_with_the_renderer_beside_
     assert "--leader-election-namespace" not in flags(controller)
     # the renderer on a unix socket in a volume both mount
     socket = flags(controller)["--renderer"]
-    assert socket.startswith("unix:") and renderer["command"] == ["policy-render", "--listen", socket]
+    assert socket.startswith("unix:") and renderer["command"][:3] == ["policy-render", "--listen", socket]
+    # a native sidecar: the kubelet starts the controller once the renderer's startup probe passes
+    # (its ready file, written once the socket serves), and stops the renderer after the controller
+    assert [c["name"] for c in pod["initContainers"]] == ["renderer"] and renderer["restartPolicy"] == "Always"
+    ready = flags(renderer)["--ready-file"]
+    assert renderer["startupProbe"]["exec"]["command"] == ["test", "-s", ready]
+    assert [c["name"] for c in pod["containers"]] == ["controller"]
     shared = {m["name"] for m in controller["volumeMounts"]} & {m["name"] for m in renderer["volumeMounts"]}
     (volume,) = [v for v in pod["volumes"] if v["name"] in shared - {"tmp"}]  # each container's /tmp aside
     assert "emptyDir" in volume
@@ -327,7 +333,7 @@ def test_every_container_runs_under_restricted_with_a_read_only_root_and_writes_
             assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
             (tmp,) = [v for v in pod["volumes"] if v["name"] == "tmp"]
             assert tmp == {"name": "tmp", "emptyDir": {}}
-            for container in pod["containers"]:
+            for container in [*pod.get("initContainers", []), *pod["containers"]]:
                 assert container["image"] == expected  # one image for every container
                 assert container["securityContext"] == {
                     "allowPrivilegeEscalation": False,
