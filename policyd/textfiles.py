@@ -17,7 +17,12 @@ def read_text(path: Path, limit: int) -> str:
         raise InvalidInput(str(path), f"cannot read: {err.strerror or err}") from None
     if len(data) > limit:
         raise InvalidInput(str(path), f"more than the limit of {limit:,} bytes")
+    return decoded(data, str(path))
+
+
+def decoded(data: bytes, where: str) -> str:
+    """``data`` as UTF-8 text; InvalidInput naming ``where`` and the first byte that is not."""
     try:
         return data.decode()
     except UnicodeDecodeError as err:
-        raise InvalidInput(str(path), f"not UTF-8: byte {data[err.start]:#04x} at offset {err.start}") from None
+        raise InvalidInput(where, f"not UTF-8: byte {data[err.start]:#04x} at offset {err.start}") from None

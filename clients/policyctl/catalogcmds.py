@@ -52,6 +52,7 @@ def apply(args: argparse.Namespace) -> Result:
     docs = inputs.read(args.filename, args.namespace, args.recursive)
     if not docs:
         raise inputs.InputError("no objects passed to apply")
+    inputs.sent_as(args.origins, "objects", docs)
     call = caller(args)
     reply: pb.ApplyObjectsResponse = call(
         "ApplyObjects", pb.ApplyObjectsRequest(objects=as_objects([d.manifest for d in docs]))

@@ -19,10 +19,13 @@ from clients.decision import Manifests, decide, from_catalog, placed_on, render_
 from clients.policyctl import inputs
 from clients.policyctl.connection import Caller, as_objects, renderer_stub
 from clients.policyctl.kinds import INFERENCE_SERVICE, object_name, short_kind
+from clients.policyctl.origins import Origin
 from clients.policyctl.output import Column, Result, as_dict, shows_answer, table
 from clients.tls_faults import TlsFault
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
+
+INFERENCE_SERVICE_FIELD = "inference_service"  # the request field of every decision call's subject
 
 
 class UsageError(Exception):
@@ -44,20 +47,24 @@ def _subject(args: argparse.Namespace) -> tuple[dict[str, Any], list[inputs.Docu
             raise UsageError("must specify -f FILENAME, or the NAME of an InferenceService in the cluster")
         from clients.policyctl import cluster  # the kubernetes client takes 0.4 s to import: only when used
 
-        return cluster.inference_service(name, args.namespace, args.kubeconfig, args.context), []
+        isvc = cluster.inference_service(name, args.namespace, args.kubeconfig, args.context)
+        args.origins.add(INFERENCE_SERVICE_FIELD, Origin("the cluster", f'{INFERENCE_SERVICE.name} "{name}"'))
+        return isvc, []
     docs = inputs.read(args.filename, args.namespace, args.recursive)
     isvcs = [d for d in docs if d.kind == INFERENCE_SERVICE.name]
     if len(isvcs) != 1:
         where = ", ".join(str(f) for f in args.filename)
         found = ", ".join(d.source for d in isvcs) or "none"
         raise inputs.InputError(f"{where}: expected exactly one InferenceService, found {len(isvcs)} ({found})")
+    args.origins.add(INFERENCE_SERVICE_FIELD, isvcs[0].origin)
     return isvcs[0].manifest, [d for d in docs if d is not isvcs[0]]
 
 
 def _catalog(args: argparse.Namespace, others: list[inputs.Document]) -> pb.RequestCatalog:
     """Objects for this request only: the other documents of -f, then --objects."""
-    extra = inputs.read(args.objects or [], args.namespace, args.recursive)
-    return pb.RequestCatalog(objects=as_objects([d.manifest for d in [*others, *extra]]), isolated=args.isolated)
+    objects = [*others, *inputs.read(args.objects or [], args.namespace, args.recursive)]
+    inputs.sent_as(args.origins, "catalog.objects", objects)
+    return pb.RequestCatalog(objects=as_objects([d.manifest for d in objects]), isolated=args.isolated)
 
 
 def _request(args: argparse.Namespace) -> tuple[rpb.InferenceServiceInput, pb.RequestCatalog]:
@@ -86,6 +93,7 @@ def explain(args: argparse.Namespace) -> Result:
         if args.filename or args.isvc:
             raise UsageError("give either --model NAME, -f FILENAME or --isvc NAME")
         namespace = args.namespace or "default"
+        args.origins.add("model", Origin(f"--model {args.model}"))
         request.model.CopyFrom(
             pb.ModelSubject(model=rpb.ModelRef(name=args.model, kind=args.model_kind), namespace=namespace)
         )
@@ -331,7 +339,7 @@ def render(args: argparse.Namespace) -> Result:
                 f"cannot reach the renderer at {args.renderer}: UNAVAILABLE (start it with `policy-render`)"
             ) from None
         raise
-    objects = [json.loads(o) for o in reply.objects]
+    objects = [_applicable(json.loads(o)) for o in reply.objects]
     rows = [
         (
             o.get("kind"),
@@ -357,6 +365,20 @@ def render(args: argparse.Namespace) -> Result:
     )
 
 
+def _applicable(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as ``kubectl apply`` takes it: the API server refuses an ownerReference without
+    a uid, which an InferenceService read from a file (not yet created) cannot give; one read
+    from the cluster has its uid, and its objects keep their owner."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "ownerReferences" in meta:
+        owners = [r for r in meta["ownerReferences"] if r.get("uid")]
+        if owners:
+            meta["ownerReferences"] = owners
+        else:
+            del meta["ownerReferences"]
+    return obj
+
+
 def _model_file(path: Path) -> tuple[Path, dict[str, Any]]:
     if not path.exists():
         raise inputs.InputError(f'the path "{path}" does not exist')
@@ -368,8 +390,8 @@ def _model_file(path: Path) -> tuple[Path, dict[str, Any]]:
         else:
             raise inputs.InputError(f"{path}: neither model_index.json nor config.json")
     try:
-        content = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
+        content = json.loads(inputs.read_text(path))
+    except json.JSONDecodeError as err:
         raise inputs.InputError(f"{path}: not a JSON file: {err}") from None
     if not isinstance(content, dict):
         raise inputs.InputError(f"{path}: must hold a JSON object")
@@ -388,6 +410,7 @@ def model_inspect(args: argparse.Namespace) -> Result:
     request = pb.InspectModelRequest()
     is_index = path.name == "model_index.json" or ("_class_name" in content and "_diffusers_version" in content)
     json_format.ParseDict(content, request.model_index if is_index else request.config)
+    args.origins.add("model_index" if is_index else "config", Origin(str(path)))
     base: dict[str, Any] | None = None
     if args.base_model:
         docs = inputs.read([args.base_model], args.namespace)
@@ -396,6 +419,7 @@ def model_inspect(args: argparse.Namespace) -> Result:
                 f"{args.base_model}: expected one BaseModel or ClusterBaseModel, found {len(docs)} documents"
             )
         base = docs[0].manifest
+        args.origins.add("base_model", docs[0].origin)
         request.base_model.CopyFrom(rpb.Object(manifest=json.dumps(base)))
     spec = json.loads(call("InspectModel", request).spec_json)
     # with --base-model: the whole manifest, ready to apply; else the spec OME records

@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from clients.policyctl.kinds import CATALOG_KINDS, by_kind
+from clients.policyctl.origins import Origin, Origins
+from policyd import textfiles
 from policyd.errors import InvalidInput
 from policyd.resources.manifests import DEFAULT_NAMESPACE, load_yaml
 from policyd.resources.safe_yaml import YamlRefused
 
 SUFFIXES = (".yaml", ".yml", ".json")
+MAX_FILE_BYTES = 64 << 20  # as policyd's watched catalog directory takes a file
 
 
 class InputError(Exception):
@@ -39,6 +42,16 @@ class Document:
         meta = self.manifest.get("metadata")
         return str(meta.get("name") or "") if isinstance(meta, dict) else ""
 
+    @property
+    def origin(self) -> Origin:
+        return Origin(self.source, f'{self.kind} "{self.name}"' if self.name else self.kind)
+
+
+def sent_as(origins: Origins, path: str, docs: list[Document]) -> None:
+    """``docs`` are the request's list at ``path`` (``objects``: ``objects[0]`` is the first)."""
+    for i, doc in enumerate(docs):
+        origins.add(f"{path}[{i}]", doc.origin)
+
 
 def _files(path: Path, recursive: bool) -> list[Path]:
     if str(path) == "-":
@@ -51,13 +64,13 @@ def _files(path: Path, recursive: bool) -> list[Path]:
     return [path]
 
 
-def _read(path: Path) -> str:
-    if str(path) == "-":
-        return _read_stdin()
+def read_text(path: Path) -> str:
+    """A file's text (``-``: stdin's), or the one line that says why it cannot be read: as policyd's
+    catalog loader says it (``x.yaml: not UTF-8: byte 0xff at offset 6``)."""
     try:
-        return path.read_text()
-    except OSError as err:
-        raise InputError(f'cannot read "{path}": {err.strerror or err}') from None
+        return _read_stdin() if str(path) == "-" else textfiles.read_text(path, MAX_FILE_BYTES)
+    except InvalidInput as err:
+        raise InputError(str(err)) from None
 
 
 def _read_stdin() -> str:
@@ -77,10 +90,7 @@ def _read_stdin() -> str:
         if not chunk:
             break
         chunks.append(chunk)
-    try:
-        return b"".join(chunks).decode()
-    except UnicodeDecodeError as err:
-        raise InputError(f"the standard input is not UTF-8 text: {err.reason} at byte {err.start}") from None
+    return textfiles.decoded(b"".join(chunks), "the standard input")
 
 
 def _catalog_kind(doc: Document) -> None:
@@ -120,7 +130,7 @@ def read(paths: list[Path], namespace: str | None, recursive: bool = False) -> l
     for path in paths:
         for file in _files(path, recursive):
             try:
-                loaded = load_yaml(_read(file), str(file))
+                loaded = load_yaml(read_text(file), str(file))
             except YamlRefused as err:
                 raise InputError(_at(file, err)) from None
             except InvalidInput as err:

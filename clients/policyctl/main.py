@@ -17,6 +17,7 @@ from clients.policyctl import catalogcmds, commands, health, rulecmds, versioncm
 from clients.policyctl.conformance import command as conformance
 from clients.policyctl.connection import DEFAULT_ADDRESS, DEFAULT_RENDERER, rpc_error
 from clients.policyctl.inputs import InputError
+from clients.policyctl.origins import Origins
 from clients.policyctl.output import OutputError, Result, error_line, output_format, show
 from policyd.errors import InvalidInput
 
@@ -216,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             setattr(args, name, default)
     args.address_given = args.address
     args.address = args.address or DEFAULT_ADDRESS
+    args.origins = Origins()  # each command says where the parts of its request came from
     try:
         _check_flags(args)
         result: Result = args.func(args)
@@ -224,8 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}\nSee '{root.prog} {args.command} --help' for usage.", file=sys.stderr)
         return 2
     except grpc.RpcError as err:
-        return _error(rpc_error(err, args.address), getattr(args, "failed", 1))
-    except (InputError, InvalidInput, OutputError, channels.TlsFlagError, channels.AddressError) as err:
+        return _error(rpc_error(err, args.address, args.origins), getattr(args, "failed", 1))
+    except InvalidInput as err:  # policyd's own handlers, run offline: the same words as the daemon's answer
+        return _error([args.origins.line(f, text) for f, text in err.violations], getattr(args, "failed", 1))
+    except (InputError, OutputError, channels.TlsFlagError, channels.AddressError) as err:
         return _error([str(err)], getattr(args, "failed", 1))
     except KeyboardInterrupt:
         return 130  # as a shell reports a command ended by Ctrl-C; no traceback

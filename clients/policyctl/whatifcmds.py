@@ -15,6 +15,7 @@ from clients.policyctl import inputs
 from clients.policyctl.commands import UsageError, caller
 from clients.policyctl.connection import as_objects
 from clients.policyctl.kinds import INFERENCE_SERVICE, UnknownKind, catalog_kind, object_name
+from clients.policyctl.origins import Origin, Origins
 from clients.policyctl.output import Column, Result, as_dict
 from policyd import offline
 from policyd.contract import policy_pb2 as pb
@@ -46,10 +47,11 @@ def _call(args: argparse.Namespace) -> Any:
     return Local(args.catalog, args.validate)
 
 
-def _rules(directory: Path | None) -> list[pb.RuleFile]:
+def _rules(directory: Path | None, origins: Origins) -> list[pb.RuleFile]:
     """The files of a rules directory, sent whole: the daemon cannot read them where it runs."""
     if directory is None:
         return []
+    origins.add("rules", Origin(f"--rules {directory}"))
     try:
         return [pb.RuleFile(name=name, content=text) for name, text in offline.rule_file_texts(directory)]
     except offline.RulesRefused as err:
@@ -72,8 +74,9 @@ def _deletions(words: list[str], namespace: str | None) -> list[pb.ObjectKey]:
     return keys
 
 
-def _isvcs(paths: list[Path], namespace: str | None) -> list[rpb.InferenceServiceInput]:
+def _isvcs(paths: list[Path], namespace: str | None, origins: Origins) -> list[rpb.InferenceServiceInput]:
     docs = inputs.read(paths, namespace)
+    inputs.sent_as(origins, "inference_services", docs)
     for doc in docs:
         if doc.kind != INFERENCE_SERVICE.name:
             raise inputs.InputError(
@@ -150,11 +153,14 @@ def diff(args: argparse.Namespace) -> Result:
         raise UsageError("must specify what would change: --apply FILE, --delete KIND/NAME or --rules DIR")
     call = _call(args)
     applied = inputs.read(args.apply or [], args.namespace, args.recursive)
+    inputs.sent_as(args.origins, "apply", applied)
+    for i, word in enumerate(args.delete or []):
+        args.origins.add(f"delete[{i}]", Origin(f"--delete {word}"))
     request = pb.SimulateRequest(
         apply=as_objects([d.manifest for d in applied]),
         delete=_deletions(args.delete or [], args.namespace),
-        rules=_rules(args.rules),
-        inference_services=_isvcs(args.isvc or [], args.namespace),
+        rules=_rules(args.rules, args.origins),
+        inference_services=_isvcs(args.isvc or [], args.namespace, args.origins),
     )
     reply: pb.SimulateResponse = call("Simulate", request)
     warnings = list(call.warnings)
@@ -196,7 +202,7 @@ def _count(n: int, what: str) -> str:
 
 def lint(args: argparse.Namespace) -> Result:
     call = _call(args)
-    reply: pb.LintResponse = call("Lint", pb.LintRequest(rules=_rules(args.rules)))
+    reply: pb.LintResponse = call("Lint", pb.LintRequest(rules=_rules(args.rules, args.origins)))
     shown = SEVERITIES[: SEVERITIES.index(args.severity) + 1]
     findings = [f for f in reply.findings if f.severity in shown]
     counts = {s: sum(1 for f in reply.findings if f.severity == s) for s in SEVERITIES}

@@ -91,8 +91,9 @@ def test_apply_refuses_autoscaler_policy_ref_in_a_runtime(own_daemon: str, tmp_p
     result = policyctl("apply", "-f", str(write_yaml(tmp_path / "r.yaml", runtime)), address=own_daemon)
     no_traceback(result)
     assert result.returncode == 1
-    assert result.stderr.startswith("error: INVALID_ARGUMENT: objects[0].spec.autoscalerPolicyRef: ")
-    assert "with-autoscaler" in result.stderr
+    assert result.stderr.startswith(
+        f'error: {tmp_path / "r.yaml"}: ServingRuntime "with-autoscaler" is invalid: spec.autoscalerPolicyRef: '
+    )
 
 
 def _wait_for(address: str, predicate: Any, timeout: float = 10.0) -> dict[str, Any]:

@@ -323,7 +323,9 @@ def test_unknown_deployment_mode_names_the_field(daemon: str, files: Files) -> N
         result = policyctl(command, "-f", str(files.isvc_sideways), address=daemon)
         no_traceback(result)
         assert result.returncode == 1
-        assert result.stderr.startswith("error: INVALID_ARGUMENT: inference_service.spec.deploymentMode: ")
+        assert result.stderr.startswith(
+            f'error: {files.isvc_sideways}: InferenceService "{MODEL_NAME}" is invalid: spec.deploymentMode: '
+        )
         assert "Sideways" in result.stderr
 
 
@@ -334,7 +336,10 @@ def test_bad_request_object_names_its_field(daemon: str, files: Files, tmp_path:
     result = policyctl("select", "-f", str(files.isvc), "--objects", str(objects), address=daemon)
     no_traceback(result)
     assert result.returncode == 1
-    assert "catalog.objects[0].spec.supportedModelFormats[0].priority: must be between 1" in result.stderr
+    assert result.stderr.startswith(
+        f'error: {objects}: ServingRuntime "{RUNTIME_NAME}" is invalid: '
+        "spec.supportedModelFormats[0].priority: must be between 1"
+    )
 
 
 def test_unreachable_renderer_is_named_in_the_message(daemon: str, files: Files, tmp_path: Path) -> None:

@@ -86,3 +86,28 @@ def test_no_kubeconfig_and_no_cluster_is_a_clear_error(daemon: str, tmp_path: Pa
     no_traceback(result)
     assert result.returncode == 1
     assert result.stderr.startswith("error: no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config)")
+
+
+def test_render_of_a_file_is_accepted_by_a_server_side_dry_run_apply(
+    daemon: str, renderer: str, cluster: Cluster, tmp_path: Path
+) -> None:
+    isvc = isvc_manifest(runtime={"name": RUNTIME_70B})
+    isvc["metadata"] = {"name": "rendered-from-a-file", "namespace": NS}
+    source = tmp_path / "isvc.yaml"
+    source.write_text(yaml.safe_dump(isvc))
+    rendered = policyctl("render", "-f", str(source), "--renderer", renderer, address=daemon)
+    succeeded(rendered)
+    (tmp_path / "out.yaml").write_text(rendered.stdout)
+    applied = cluster.kubectl("apply", "--dry-run=server", "-f", str(tmp_path / "out.yaml"), check=False)
+    assert applied.returncode == 0, applied.stderr
+    assert "Warning" not in applied.stderr, applied.stderr
+
+
+def test_render_of_a_cluster_inference_service_keeps_its_owner(daemon: str, renderer: str, cluster: Cluster) -> None:
+    uid = cluster.kubectl("get", "inferenceservice", PINNED, "-n", NS, "-o", "jsonpath={.metadata.uid}").stdout
+    rendered = policyctl(
+        "render", PINNED, "-n", NS, "--renderer", renderer, "--kubeconfig", str(cluster.kubeconfig), address=daemon
+    )
+    succeeded(rendered)
+    owners = [d["metadata"].get("ownerReferences") for d in yaml.safe_load_all(rendered.stdout)]
+    assert owners and all(o == [{**o[0], "uid": uid}] for o in owners), owners

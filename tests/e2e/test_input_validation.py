@@ -19,6 +19,7 @@ from policyd.contract import resources_pb2 as rpb
 
 from .conftest import Files
 from .support import (
+    MODEL_NAME,
     NAMESPACE,
     RUNTIME_NAME,
     isvc_manifest,
@@ -51,8 +52,8 @@ def test_an_unknown_field_is_an_error_with_strict(daemon: str, tmp_path: Path) -
         no_traceback(result)
         assert result.returncode == 1
         assert result.stdout == ""
-        assert result.stderr.startswith("error: INVALID_ARGUMENT: inference_service.spec.modle: ")
-        assert 'strict decoding error: unknown field "spec.modle"' in result.stderr
+        assert result.stderr.startswith(f'error: {path}: InferenceService "{MODEL_NAME}" is invalid: spec.modle: ')
+        assert result.stderr.rstrip().endswith('unknown field "spec.modle"')
 
 
 def test_unknown_fields_of_request_objects_name_the_object(daemon: str, files: Files, tmp_path: Path) -> None:
@@ -131,7 +132,8 @@ def test_a_number_where_a_string_belongs_is_refused(daemon: str, tmp_path: Path)
     no_traceback(result)
     assert result.returncode == 1
     assert result.stderr.startswith(
-        "error: INVALID_ARGUMENT: inference_service.spec.acceleratorSelector.acceleratorClass: "
+        f'error: {tmp_path / "isvc.yaml"}: InferenceService "{MODEL_NAME}" is invalid: '
+        "spec.acceleratorSelector.acceleratorClass: "
         "must be a string, got the number 42"
     )
 
@@ -142,7 +144,8 @@ def test_an_inference_service_of_another_api_group_is_refused(daemon: str, tmp_p
     result = policyctl("explain", "-f", str(write_yaml(tmp_path / "kserve.yaml", kserve)), address=daemon)
     no_traceback(result)
     assert result.returncode == 1
-    assert result.stderr.startswith("error: INVALID_ARGUMENT: inference_service.apiVersion: ")
+    kind = f'InferenceService "{MODEL_NAME}"'
+    assert result.stderr.startswith(f"error: {tmp_path / 'kserve.yaml'}: {kind} is invalid: apiVersion: ")
     assert 'no matches for kind "InferenceService" in version "serving.kserve.io/v1beta1"' in result.stderr
 
 

@@ -148,7 +148,9 @@ def test_authz_lets_readers_read_and_only_writers_change_the_catalog(tmp_path: P
             str(pki["reader"].key),
             address=address,
         )
-        assert denied.returncode == 1 and "PERMISSION_DENIED: dashboard may not call DeleteObjects" in denied.stderr
+        assert denied.returncode == 1 and denied.stderr.splitlines() == [
+            "Error from server (Forbidden): dashboard may not call DeleteObjects (`policyctl delete`)"
+        ]
         # the file is read again when it changes
         write_yaml(authz, {"read": ["*"], "write": ["dashboard"]})
         deadline = time.monotonic() + 20

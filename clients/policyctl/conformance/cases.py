@@ -8,6 +8,10 @@ from typing import Any
 
 import yaml
 
+from policyd import textfiles
+from policyd.errors import InvalidInput
+
+MAX_CASE_BYTES = 64 << 20
 ACTIONS = ("select", "explain", "resolve", "render", "inspect-model")
 
 
@@ -33,8 +37,10 @@ def case_files(directories: list[Path]) -> list[Path]:
 
 def load_case(path: Path) -> Case:
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
+        doc = yaml.safe_load(textfiles.read_text(path, MAX_CASE_BYTES))
+    except InvalidInput as err:  # unreadable, too large, or not UTF-8: the loader's words, without the path again
+        return Case(path, path.stem, problem=err.message)
+    except yaml.YAMLError as err:
         return Case(path, path.stem, problem=f"cannot read: {err}")
     if not isinstance(doc, dict):
         return Case(path, path.stem, problem="not a case: the file is not a mapping")
