@@ -171,7 +171,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def add_limit_flags(p: argparse.ArgumentParser) -> None:
     d = Limits()
-    p.add_argument("--authz", type=Path, help="YAML file of read: and write: client identity lists (see README)")
+    p.add_argument(
+        "--authz", type=Path, help="YAML file of read: and write: client identity lists (docs/operations.md#security)"
+    )
     p.add_argument(
         "--health-listen",
         type=_listen,
