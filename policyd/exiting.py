@@ -5,13 +5,25 @@ did was done."""
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import NoReturn
+
+_cleanups: list[Callable[[], None]] = []
+
+
+def at_exit(cleanup: Callable[[], None]) -> None:
+    """Run ``cleanup`` when the process ends, also through exit_now, which skips atexit's handlers."""
+    _cleanups.append(cleanup)
+    atexit.register(cleanup)
 
 
 def exit_now(code: int) -> NoReturn:
+    for cleanup in _cleanups:
+        cleanup()
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

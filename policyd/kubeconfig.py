@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
+import tempfile
 
 from kubernetes import config
 from kubernetes.config.config_exception import ConfigException
+
+from policyd.exiting import at_exit
 
 
 class ConfigError(Exception):
@@ -17,9 +22,10 @@ def load_configuration(kubeconfig: str | None) -> None:
     Sets the kubernetes client's default configuration."""
     try:
         if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig)
+            config.load_kube_config(config_file=kubeconfig, temp_file_path=scratch_directory())
         elif _kubeconfig_files():
-            config.load_kube_config()  # it merges $KUBECONFIG's files itself
+            # it merges $KUBECONFIG's files itself
+            config.load_kube_config(temp_file_path=scratch_directory())
         else:
             # not config.load_config(): it prints a warning of its own before trying this
             config.load_incluster_config()
@@ -32,3 +38,26 @@ def _kubeconfig_files() -> list[str]:
     """The kubeconfig files kubectl would read that exist: $KUBECONFIG's (a path list), else ~/.kube/config."""
     paths = os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)
     return [path for path in paths if path and os.path.exists(os.path.expanduser(path))]
+
+
+@functools.cache  # one per process (two racing callers may make two: both are removed)
+def scratch_directory() -> str:
+    """This process's own directory (mode 0700, under $TMPDIR) for what the kubernetes client keeps
+    in files, removed when the process ends: a kubeconfig's inline certificates and key (the
+    client reads them from files) and the dynamic client's discovery cache
+    (``DynamicClient(api, cache_file=discovery_cache())``). Left to itself, the client writes them
+    to $TMPDIR, where a process ending with exit_now leaves its certificate files, and where every
+    process of the host reads and writes one discovery cache, left there for good."""
+    directory, owner = tempfile.mkdtemp(prefix="policyd-kube-"), os.getpid()
+
+    def remove() -> None:
+        if os.getpid() == owner:  # not in a forked child (the parse's workers) ending before it
+            shutil.rmtree(directory, ignore_errors=True)
+
+    at_exit(remove)
+    return directory
+
+
+def discovery_cache() -> str:
+    """The dynamic client's discovery cache file: in scratch_directory()."""
+    return os.path.join(scratch_directory(), "discovery.json")
