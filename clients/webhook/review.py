@@ -63,6 +63,8 @@ def parse(body: bytes, kind: str) -> Request:
         review = json.loads(body)
     except ValueError as err:  # also the UnicodeDecodeError of a body that is not UTF-8
         raise BadReview(f"the body is not JSON: {err}") from None
+    except RecursionError:
+        raise BadReview("the body is nested too deep to read") from None
     if not isinstance(review, dict):
         raise BadReview(f"the body is not an {API_VERSION} {KIND}: a JSON {type(review).__name__}, not an object")
     if (review.get("apiVersion"), review.get("kind")) != (API_VERSION, KIND):
@@ -85,6 +87,9 @@ def parse(body: bytes, kind: str) -> Request:
     reviewed = _dict(request.get("kind")).get("kind") or _dict(obj).get("kind")
     if reviewed != kind:
         raise BadReview(f"this endpoint reviews {kind} objects, the request is for {reviewed or 'no kind'}")
+    metadata = _dict(obj).get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise BadReview(f"the {KIND}'s object's metadata is a JSON {type(metadata).__name__}, not an object")
     meta = _dict(_dict(obj).get("metadata"))
     return Request(
         uid,

@@ -11,6 +11,7 @@ itself, and takes the serving certificate as it is on disk then (certs.py)."""
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import ssl
 import threading
@@ -26,6 +27,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from clients.webhook import review
 from clients.webhook.admission import Reviewer
 from clients.webhook.certs import ServingCertificates
+from clients.webhook.connections import Connections, DeadlineReader
 
 log = logging.getLogger("policyd.webhook")
 # path -> (the kind it reviews, whether it defaults rather than validates): OME's paths
@@ -80,6 +82,8 @@ class InFlight:
 
 class WebhookServer(ThreadingHTTPServer):
     daemon_threads = True  # idle keep-alive connections do not hold up the exit; InFlight does that
+    # connections not yet accepted: with socketserver's 5, a burst's SYNs are dropped (1 s each)
+    request_queue_size = 128
 
     def __init__(
         self,
@@ -90,7 +94,15 @@ class WebhookServer(ThreadingHTTPServer):
     ) -> None:
         self.certs, self.reviewer, self.health = certs, reviewer, health
         self.in_flight = InFlight()
+        self.connections = Connections()
         super().__init__(address, Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread for the connection, unless there are as many as it serves (connections.py)."""
+        if self.connections.admit(client_address, request):
+            super().process_request(request, client_address)
+        else:
+            self.shutdown_request(request)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         """In the connection's thread: the TLS handshake, then the requests it carries."""
@@ -99,10 +111,12 @@ class WebhookServer(ThreadingHTTPServer):
             conn = self.certs.context().wrap_socket(request, server_side=True)
         except (OSError, ssl.SSLError) as err:
             log.debug("TLS handshake with %s failed: %s", client_address[0], err)
+            self.connections.closed(client_address)
             return
         try:
             Handler(conn, client_address, self)
         finally:
+            self.connections.closed(client_address)
             conn.close()  # wrap_socket took over the socket: the server's close of it is a no-op
 
 
@@ -126,6 +140,17 @@ class Handler(BaseHTTPRequestHandler):
     # what the base class answers itself (a malformed request line or header): one line, not HTML
     error_message_format = "%(message)s\n"
     error_content_type = "text/plain; charset=utf-8"
+    reader: DeadlineReader
+
+    def setup(self) -> None:
+        super().setup()
+        self.reader = DeadlineReader(self.connection, IDLE_TIMEOUT)
+        self.rfile = io.BufferedReader(self.reader)
+        self.server.connections.reading(self.client_address, self.reader)
+
+    def handle_one_request(self) -> None:
+        self.reader.next_request()  # the next request's deadline starts with its first byte
+        super().handle_one_request()
 
     def parse_request(self) -> bool:
         """An HTTP/1.1 request's line and headers, read without the email package the base class
@@ -235,9 +260,13 @@ class Handler(BaseHTTPRequestHandler):
         """The request's body; None when it was refused (the connection then closes: what is left
         of an unread body cannot be told from the next request)."""
         length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
+        if length is None:
             self.close_connection = True
             self._plain(HTTPStatus.BAD_REQUEST, "send the AdmissionReview with a Content-Length")
+            return None
+        if not (length.isascii() and length.isdigit()):  # str.isdigit() also takes '²'
+            self.close_connection = True
+            self._plain(HTTPStatus.BAD_REQUEST, f"Content-Length {length!r} is not a number of bytes")
             return None
         if int(length) > MAX_BODY:
             self.close_connection = True
