@@ -15,12 +15,25 @@ READY=$(mktemp -u)
 .venv/bin/policyd --catalog examples/catalog --listen "$POLICYD_ADDRESS" --ready-file "$READY" --log-format text &
 DAEMON=$!
 trap 'kill $DAEMON 2>/dev/null || true; rm -f "$READY"' EXIT
-for _ in $(seq 100); do [ -s "$READY" ] && break; kill -0 $DAEMON || exit 1; sleep 0.1; done
+for _ in $(seq 100); do
+  [ -s "$READY" ] && break
+  if ! kill -0 "$DAEMON" 2>/dev/null; then  # policyd stopped, and has said why (a busy port, …)
+    wait "$DAEMON" || exit $?
+    exit 1
+  fi
+  sleep 0.1
+done
 
 run() { echo; echo "\$ policyctl $*"; .venv/bin/policyctl "$@" || true; }
+# a command the demo runs for its refusal: says so before the error
+refused() {
+  echo; echo "# expected to fail: $1"; shift
+  echo "\$ policyctl $*"; .venv/bin/policyctl "$@" || true
+}
 run explain -f examples/inferenceservices/llama-3-2-3b.yaml
 run select -f examples/inferenceservices/llama-3-2-3b.yaml
-run select -f examples/inferenceservices/llama-3-70b-omenative.yaml
+refused "OMENative asked for, and no runtime of the example catalog serves this model so (the error gives each one's reason)" \
+  select -f examples/inferenceservices/llama-3-70b-omenative.yaml
 run explain -f examples/inferenceservices/qwen-image-pvc.yaml
 run explain --model qwen-image -n qwen-demo
 run resolve -f examples/inferenceservices/llama-3-2-1b-named.yaml

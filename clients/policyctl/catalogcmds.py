@@ -58,10 +58,12 @@ def apply(args: argparse.Namespace) -> Result:
         "ApplyObjects", pb.ApplyObjectsRequest(objects=as_objects([d.manifest for d in docs]))
     )
     lines = [f"{_name(c.key)} {c.action}" for c in reply.changes]
+    data = as_dict(reply)
     return Result(
-        as_dict(reply),
+        data,
         [Column("NAME"), Column("ACTION"), Column("OVERRIDES", wide=True)],
         [(_name(c.key), c.action, c.overrides_file) for c in reply.changes],
+        items=data["changes"],
         names=[_name(c.key) for c in reply.changes],
         text="\n".join(lines),
         default="text",
@@ -118,10 +120,12 @@ def delete(args: argparse.Namespace) -> Result:
         if args.ignore_not_found
         else [f'Error from server (NotFound): {_plural(c.key.kind)} "{c.key.name}" not found' for c in missing]
     )
+    data = as_dict(reply)
     return Result(
-        as_dict(reply),
+        data,
         [Column("NAME"), Column("ACTION"), Column("OVERRIDES", wide=True)],
         [(_name(c.key), c.action, c.overrides_file) for c in reply.changes],
+        items=data["changes"],
         names=[_name(c.key) for c in deleted],
         text="\n".join(f'{_resource(c.key.kind)} "{c.key.name}" deleted' for c in deleted),
         default="text",
@@ -197,10 +201,12 @@ def status(args: argparse.Namespace) -> Result:
     columns = [Column(h) for h in ("RULES", "CATALOG", "RUNTIMES", "MODELS", "ISVCS", "ACCELERATORS")]
     columns += [Column(h) for h in ("ERRORS", "OVERRIDES", "LAST RELOAD")]
     columns += [Column("RELOAD ERROR", wide=True), Column("AT", wide=True)]
+    data = as_dict(reply)
     return Result(
-        as_dict(reply),
+        data,
         columns,
         [row],
+        items=[data],
         names=[_name(o.key) for o in reply.overrides],
         footer="\n".join(footer),
         warnings=call.warnings,

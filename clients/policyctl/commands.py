@@ -18,7 +18,7 @@ from clients import channels
 from clients.decision import Manifests, decide, from_catalog, placed_on, render_request
 from clients.policyctl import inputs
 from clients.policyctl.connection import Caller, as_objects, renderer_stub
-from clients.policyctl.kinds import INFERENCE_SERVICE, object_name, short_kind
+from clients.policyctl.kinds import INFERENCE_SERVICE, object_name
 from clients.policyctl.origins import Origin
 from clients.policyctl.output import Column, Result, as_dict, shows_answer, table
 from clients.tls_faults import TlsFault
@@ -106,24 +106,28 @@ def explain(args: argparse.Namespace) -> Result:
     rows = [
         (
             v.name,
-            short_kind(v.kind),
+            v.kind,
             _yes(v.selectable),
             _yes(v.compatible),
             v.score if v.compatible else "",
-            v.reason.message if v.HasField("reason") else "",
             v.namespace,
             v.entry_index if v.entry_index >= 0 else "",
             v.reason.rule_id if v.HasField("reason") else "",
             "; ".join(a.message for a in v.advisories),
+            v.reason.message if v.HasField("reason") else "",
         )
         for v in reply.runtimes
     ]
-    columns = [Column(h) for h in ("RUNTIME", "KIND", "SELECTABLE", "COMPATIBLE", "SCORE", "REASON")]
+    # REASON last, in -o wide too: the long one, as kubectl puts MESSAGE
+    columns = [Column(h) for h in ("RUNTIME", "KIND", "SELECTABLE", "COMPATIBLE", "SCORE")]
     columns += [Column(h, wide=True) for h in ("NAMESPACE", "ENTRY", "RULE", "ADVISORIES")]
+    columns.append(Column("REASON"))
+    data = as_dict(reply)
     return Result(
-        as_dict(reply),
+        data,
         columns,
         rows,
+        items=data["runtimes"],
         title=f"MODEL {reply.model_name} {reply.model_format} {_revisions(reply.revisions)}",
         names=[object_name(v.kind, v.name) for v in reply.runtimes],
         warnings=[*call.warnings, *_omitted(reply.runtimes_omitted, "runtimes")],
@@ -155,10 +159,12 @@ def select(args: argparse.Namespace) -> Result:
     columns = [Column(h) for h in ("RUNTIME", "KIND", "SCORE", "ENTRY")]
     columns += [Column(h, wide=True) for h in ("NAMESPACE", "FORMAT", "FRAMEWORK")]
     refusal = reply.error or reply.rejection.message
+    data = as_dict(reply)
     return Result(
-        as_dict(reply),
+        data if reply.ranking else None,  # a command that fails prints nothing on stdout
         columns,
         rows,
+        items=data["ranking"],
         names=[object_name(r.kind, r.name) for r in reply.ranking],
         warnings=[*call.warnings, *reply.warnings, *_omitted(reply.excluded_omitted, "excluded runtimes")],
         errors=[refusal] if not reply.ranking and refusal else [],
@@ -167,10 +173,12 @@ def select(args: argparse.Namespace) -> Result:
 
 
 def _rejection(rejection: pb.Rejection) -> list[str]:
-    lines = [rejection.message] if rejection.message else []
-    if rejection.condition_message:
-        lines.append(f"RuntimeReady=False reason={rejection.condition_reason}: {rejection.condition_message}")
-    return lines
+    """The cause, once: the message (the condition's when the webhook would say none) and the
+    RuntimeReady reason the controller would set."""
+    text = rejection.message or rejection.condition_message
+    if not text:
+        return []
+    return [f"{text} (RuntimeReady=False reason={rejection.condition_reason})" if rejection.condition_reason else text]
 
 
 def resolve(args: argparse.Namespace) -> Result:
@@ -197,10 +205,12 @@ def resolve(args: argparse.Namespace) -> Result:
     )
     columns = [Column(h) for h in ("RUNTIME", "KIND", "COMPATIBLE", "EVENT")]
     columns += [Column(h, wide=True) for h in ("NAMESPACE", "ENTRY", "REASON", "MESSAGE")]
+    data = as_dict(reply)
     return Result(
-        as_dict(reply),
+        None if rejected else data,
         columns,
         rows,
+        items=[] if rejected else [data],
         names=[] if rejected else [object_name(reply.runtime_kind, reply.runtime)],
         warnings=[*call.warnings, *([reply.warning] if reply.warning else [])],
         errors=rejected,
@@ -260,11 +270,13 @@ def effective(args: argparse.Namespace) -> Result:
     footer = ["", *pin_lines] if pin_lines else []
     if reply.HasField("diffusers_backend"):
         footer += ["", diffusers_backend_text(reply.diffusers_backend)]
+    data = {**as_dict(reply), **pin, **inherits}
     return Result(
-        {**as_dict(reply), **pin, **inherits},
+        data if reply.runtime else None,  # no runtime: nothing on stdout
         [Column("COMPONENT"), Column("MODE"), Column("SET BY"), Column("ERROR", wide=True)],
         rows,
-        title=f"RUNTIME {short_kind(reply.runtime_kind)}/{reply.runtime}" if reply.runtime else "RUNTIME <none>",
+        items=data["components"],
+        title=f"RUNTIME {reply.runtime_kind}/{reply.runtime}",
         footer="\n".join(footer),
         names=[object_name(reply.runtime_kind, reply.runtime)] if reply.runtime else [],
         warnings=[*call.warnings, *unknown],
@@ -353,6 +365,7 @@ def render(args: argparse.Namespace) -> Result:
         {"apiVersion": "v1", "kind": "List", "items": objects},
         [Column("KIND"), Column("NAME"), Column("APIVERSION", wide=True), Column("NAMESPACE", wide=True)],
         rows,
+        items=objects,
         names=[
             object_name(str(o.get("kind")), str((o.get("metadata") or {}).get("name")), str(o.get("apiVersion")))
             for o in objects
@@ -424,10 +437,12 @@ def model_inspect(args: argparse.Namespace) -> Result:
     spec = json.loads(call("InspectModel", request).spec_json)
     # with --base-model: the whole manifest, ready to apply; else the spec OME records
     data = {**base, "spec": spec} if base is not None else {"spec": spec}
+    leaves = _leaves(spec, "spec")
     return Result(
         data,
         [Column("FIELD"), Column("VALUE")],
-        _leaves(spec, "spec"),
+        leaves,
+        items=[{"field": f, "value": v} for f, v in leaves],
         names=[object_name(str(base.get("kind")), inputs.Document(base, "").name)] if base is not None else [],
         default="yaml",
         warnings=call.warnings,

@@ -124,6 +124,8 @@ def rpc_error(err: grpc.RpcError, address: str, origins: Origins | None = None) 
         return [f"policyd at {err.details()}"]
     code = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
     if code == grpc.StatusCode.UNAVAILABLE:
+        if isinstance(err, grpc.Call) and "resolv" in (err.details() or ""):  # no daemon to start: a name for no host
+            return [f"cannot reach policyd at {address}: its host name does not resolve (a typo, or no DNS here)"]
         return [f"cannot reach policyd at {address} (start it with `policyd`, or pass --address)"]
     if code == grpc.StatusCode.DEADLINE_EXCEEDED and "policyd" not in (err.details() or ""):
         return [f"policyd at {address} did not answer in time (--request-timeout)"]

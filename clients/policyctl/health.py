@@ -25,10 +25,12 @@ def health(args: argparse.Namespace) -> Result:
             raise InputError(f'policyd at {args.address} has no service "{args.service}" to check') from None
         raise  # unreachable and the rest: the words every command uses
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    data = {"service": args.service, "status": status}
     return Result(
-        {"service": args.service, "status": status},
+        data,
         [Column("STATUS"), Column("SERVICE", wide=True)],
         [(status, args.service)],
+        items=[data],
         text=status,
         default="text",
         code=0 if reply.status == SERVING else 1,

@@ -112,7 +112,16 @@ def _values(expression: str, data: Any) -> list[Any]:
     return found
 
 
-def _text(value: Any) -> str:
+def values(expression: str, data: Any) -> list[Any]:
+    """What one expression (``.a.b`` or ``{.a.b}``) finds in ``data``: nothing for a field it
+    lacks, which kubectl's custom-columns print as ``<none>``."""
+    try:
+        return [match.value for match in _compiled(expression.strip().removeprefix("{").removesuffix("}")).find(data)]
+    except TypeError:  # a filter comparing values of different types
+        return []
+
+
+def text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -133,7 +142,7 @@ def _render(nodes: list[Any], data: Any) -> str:
         elif node.expression.startswith('"'):
             out.append(json.loads(node.expression))  # a literal, e.g. {"\n"}
         else:
-            out.append(" ".join(_text(v) for v in _values(node.expression, data)))
+            out.append(" ".join(text(v) for v in _values(node.expression, data)))
     return "".join(out)
 
 

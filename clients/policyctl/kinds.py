@@ -1,5 +1,7 @@
 """The names kubectl users give OME's kinds: the kind itself in any case, its plural, its
-resource.group form, and the short names policyctl's tables use (csr, sr, cbm, bm, isvc, ac)."""
+resource.group form, and the short names OME's CRDs declare (``isvc``; the others declare none,
+and a short name of policyctl's own would mean something else to kubectl: ``csr`` is its
+CertificateSigningRequest)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ GROUP = ome.GROUP
 class Kind:
     name: str  # ClusterServingRuntime
     plural: str  # clusterservingruntimes
-    short: str  # csr
+    shorts: tuple[str, ...]  # the CRD's spec.names.shortNames
     namespaced: bool
 
     @property
@@ -23,24 +25,24 @@ class Kind:
         return f"{self.name.lower()}.{GROUP}"
 
 
-def _kind(kind: ome.OmeKind, short: str) -> Kind:
-    return Kind(kind.name, kind.plural, short, kind.namespaced)
+def _kind(kind: ome.OmeKind, *shorts: str) -> Kind:
+    return Kind(kind.name, kind.plural, shorts, kind.namespaced)
 
 
 INFERENCE_SERVICE = _kind(ome.INFERENCE_SERVICE, "isvc")
 # the catalog also holds the InferenceServices a controller synced, and AcceleratorClasses
 CATALOG_KINDS = (
-    _kind(ome.CLUSTER_SERVING_RUNTIME, "csr"),
-    _kind(ome.SERVING_RUNTIME, "sr"),
-    _kind(ome.CLUSTER_BASE_MODEL, "cbm"),
-    _kind(ome.BASE_MODEL, "bm"),
+    _kind(ome.CLUSTER_SERVING_RUNTIME),
+    _kind(ome.SERVING_RUNTIME),
+    _kind(ome.CLUSTER_BASE_MODEL),
+    _kind(ome.BASE_MODEL),
     INFERENCE_SERVICE,
-    _kind(ome.ACCELERATOR_CLASS, "ac"),
+    _kind(ome.ACCELERATOR_CLASS),
 )
 _BY_NAME = {
     spelling: kind
     for kind in CATALOG_KINDS
-    for spelling in (kind.name.lower(), kind.plural, kind.short, kind.resource, f"{kind.plural}.{GROUP}")
+    for spelling in (kind.name.lower(), kind.plural, *kind.shorts, kind.resource, f"{kind.plural}.{GROUP}")
 }
 
 
@@ -52,7 +54,7 @@ def catalog_kind(text: str) -> Kind:
     """The catalog kind a user means by ``text`` (ClusterServingRuntime, csr, servingruntimes, …)."""
     kind = _BY_NAME.get(text.lower())
     if kind is None:
-        known = ", ".join(f"{k.name} ({k.short})" for k in CATALOG_KINDS)
+        known = ", ".join(k.name + "".join(f" ({short})" for short in k.shorts) for k in CATALOG_KINDS)
         raise UnknownKind(f"the server doesn't have a resource type \"{text}\" (policyd's catalog has {known})")
     return kind
 
@@ -61,12 +63,6 @@ def by_kind(name: str) -> Kind | None:
     """The Kind of an object's ``kind`` field, exactly as written."""
     found = _BY_NAME.get(name.lower())
     return found if found is not None and found.name == name else None
-
-
-def short_kind(name: str) -> str:
-    """CSR, SR, CBM, BM, ISVC, AC for tables."""
-    kind = by_kind(name)
-    return kind.short.upper() if kind else name
 
 
 def object_name(kind: str, name: str, api_version: str = "") -> str:

@@ -54,9 +54,11 @@ def test(args: argparse.Namespace) -> Result:
 def fields(args: argparse.Namespace) -> Result:
     """The fact fields a rule may test or print, with their types and meaning."""
     facts = offline.facts()
+    data = [{"name": f.name, "type": f.type, "scope": f.scope, "doc": f.doc} for f in facts]
     return Result(
-        [{"name": f.name, "type": f.type, "scope": f.scope, "doc": f.doc} for f in facts],
+        data,
         [Column("FIELD"), Column("TYPE"), Column("ABOUT"), Column("MEANING")],
         [(f.name, f.type, f.scope, f.doc) for f in facts],
+        items=data,
         names=[f.name for f in facts],
     )

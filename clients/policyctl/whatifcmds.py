@@ -184,10 +184,12 @@ def diff(args: argparse.Namespace) -> Result:
     ]
     columns = [Column(h) for h in ("INFERENCESERVICE", "BEFORE", "AFTER", "WHY")]
     columns += [Column(h, wide=True) for h in ("SCORE BEFORE", "SCORE AFTER", "ADVISORY AFTER")]
+    data = as_dict(reply)
     return Result(
-        as_dict(reply),
+        data,
         columns,
         rows,
+        items=data["changes"],
         names=[object_name(INFERENCE_SERVICE.name, c.inference_service.name) for c in reply.changes],
         text="\n".join(change_line(c) for c in reply.changes),
         default="text",
@@ -220,6 +222,7 @@ def lint(args: argparse.Namespace) -> Result:
         data,
         [Column("SEVERITY"), Column("ID"), Column("MESSAGE"), Column("OBJECTS", wide=True)],
         [(f.severity, f.id, f.message, ", ".join(_key(k) for k in f.objects)) for f in findings],
+        items=data["findings"],
         footer="\n" + summary,
         names=list(names),
         text=None if findings else summary,

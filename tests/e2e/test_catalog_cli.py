@@ -153,13 +153,13 @@ def test_apply_and_delete_as_kubectl(own_daemon: str, tmp_path: Path) -> None:
     named = policyctl("apply", "-f", str(directory / "a-runtime.yaml"), "-o", "name", address=own_daemon)
     assert named.stdout.splitlines() == ["clusterservingruntime.ome.io/kubectl-style"]
 
-    for words in (["CSR", "kubectl-style"], ["clusterbasemodels/kubectl-style-model"]):
+    for words in (["ClusterServingRuntime", "kubectl-style"], ["clusterbasemodels/kubectl-style-model"]):
         deleted = policyctl("delete", *words, address=own_daemon)
         succeeded(deleted)
-    gone = policyctl("delete", "cbm", "kubectl-style-model", address=own_daemon)
+    gone = policyctl("delete", "clusterbasemodel", "kubectl-style-model", address=own_daemon)
     assert gone.returncode == 1
     assert 'clusterbasemodels.ome.io "kubectl-style-model" not found' in gone.stderr
-    quiet = policyctl("delete", "cbm", "kubectl-style-model", "--ignore-not-found", address=own_daemon)
+    quiet = policyctl("delete", "clusterbasemodel", "kubectl-style-model", "--ignore-not-found", address=own_daemon)
     succeeded(quiet)
     assert quiet.stdout == quiet.stderr == ""
 
@@ -259,7 +259,7 @@ def test_an_api_change_to_a_watched_object_is_shown_and_ends_when_the_file_chang
     )
     assert served.stdout != "runtime-disabled"
 
-    deleted = policyctl("delete", "csr", name, address=own_daemon)
+    deleted = policyctl("delete", "clusterservingruntime", name, address=own_daemon)
     succeeded(deleted)
     assert "is also in the watched catalog directory" in deleted.stderr
     ((override,),) = [_overrides(own_daemon)]

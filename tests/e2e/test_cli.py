@@ -58,8 +58,8 @@ def test_explain_prints_a_kubectl_style_table(daemon: str, files: Files) -> None
     succeeded(result)
     assert result.stdout.startswith(f"MODEL {MODEL_NAME} {FORMAT} (rules {load_policy(RULES).revision}, catalog ")
     assert _table(result.stdout) == [
-        [RUNTIME_NAME, "SR", "Yes", "Yes", "2", "<none>"],
-        [RUNTIME_70B, "CSR", "No", "No", "<none>", FORMAT_REASON],
+        [RUNTIME_NAME, "ServingRuntime", "Yes", "Yes", "2", "<none>"],
+        [RUNTIME_70B, "ClusterServingRuntime", "No", "No", "<none>", FORMAT_REASON],
     ]
 
 
@@ -97,8 +97,8 @@ def test_explain_a_model_in_a_namespace(daemon: str) -> None:
     result = policyctl("explain", "--model", MODEL_NAME, "-n", NAMESPACE, address=daemon)
     succeeded(result)
     assert [row[:4] for row in _table(result.stdout)] == [
-        [RUNTIME_NAME, "SR", "Yes", "Yes"],
-        [RUNTIME_70B, "CSR", "No", "No"],
+        [RUNTIME_NAME, "ServingRuntime", "Yes", "Yes"],
+        [RUNTIME_70B, "ClusterServingRuntime", "No", "No"],
     ]
     elsewhere = policyctl("explain", "--model", MODEL_NAME, "-n", "default", address=daemon)
     succeeded(elsewhere)
@@ -132,7 +132,7 @@ def test_effective_modes(daemon: str, files: Files) -> None:
     result = policyctl("effective", "-f", str(files.isvc), address=daemon)
     succeeded(result)
     lines = result.stdout.splitlines()
-    assert lines[0] == f"RUNTIME SR/{RUNTIME_NAME}"
+    assert lines[0] == f"RUNTIME ServingRuntime/{RUNTIME_NAME}"
     assert re.split(r" {2,}", lines[1]) == ["COMPONENT", "MODE", "SET BY"]
     assert re.split(r" {2,}", lines[2]) == ["engine", "RawDeployment", "default"]
 
@@ -263,7 +263,7 @@ def test_effective_json_of_spec_002s_named_runtime_says_it_was_named_and_what_th
     } <= set(engine["inherited"])
     table = policyctl("effective", "-f", str(isvc), *objects, address=daemon)
     succeeded(table)
-    assert table.stdout.splitlines()[0] == "RUNTIME CSR/srt-llama-3-2-1b-instruct"
+    assert table.stdout.splitlines()[0] == "RUNTIME ClusterServingRuntime/srt-llama-3-2-1b-instruct"
 
 
 def test_effective_json_gives_the_rule_by_which_a_named_runtime_does_not_declare_support(

@@ -48,7 +48,7 @@ def test_explain_isvc_reads_the_inference_service_from_the_cluster(daemon: str, 
     succeeded(result)
     assert result.stdout.startswith(f"MODEL {MODEL_NAME} ")
     ((name, kind, selectable, compatible, score, reason),) = _table(result.stdout)
-    assert (name, kind, selectable, compatible, score) == (RUNTIME_70B, "CSR", "No", "No", "<none>")
+    assert (name, kind, selectable, compatible, score) == (RUNTIME_70B, "ClusterServingRuntime", "No", "No", "<none>")
     assert "not in supported formats" in reason
 
 
@@ -56,7 +56,7 @@ def test_effective_name_finds_the_kubeconfig_in_the_environment(daemon: str, clu
     result = policyctl("effective", PINNED, "-n", NS, address=daemon, env={"KUBECONFIG": str(cluster.kubeconfig)})
     succeeded(result)
     lines = result.stdout.splitlines()
-    assert lines[0] == f"RUNTIME CSR/{RUNTIME_70B}"
+    assert lines[0] == f"RUNTIME ClusterServingRuntime/{RUNTIME_70B}"
     assert re.split(r" {2,}", lines[2])[:2] == ["engine", "RawDeployment"]
 
 
@@ -68,7 +68,7 @@ def test_the_home_kubeconfig_and_its_contexts_namespace(daemon: str, cluster: Cl
     (tmp_path / ".kube" / "config").write_text(yaml.safe_dump(config))
     result = policyctl("effective", PINNED, address=daemon, env={"HOME": str(tmp_path)})
     succeeded(result)
-    assert result.stdout.splitlines()[0] == f"RUNTIME CSR/{RUNTIME_70B}"
+    assert result.stdout.splitlines()[0] == f"RUNTIME ClusterServingRuntime/{RUNTIME_70B}"
 
 
 def test_an_inference_service_not_in_the_cluster_is_notfound(daemon: str, cluster: Cluster) -> None:

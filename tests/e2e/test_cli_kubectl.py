@@ -91,15 +91,16 @@ def test_nothing_selectable_is_exit_1_with_omes_message_on_stderr(daemon: str, t
     isvc = isvc_manifest(model={"name": MODEL_NAME})
     isvc["metadata"]["namespace"] = "elsewhere"  # no ServingRuntime there, and the 70B runtime is out of range
     path = str(write_yaml(tmp_path / "isvc.yaml", isvc))
-    result = policyctl("select", "-f", path, address=daemon)
-    no_traceback(result)
-    assert result.returncode == 1
-    assert result.stdout == ""
-    assert result.stderr.startswith("error: no runtime found to support model safetensors")
+    for output in ([], ["-o", "json"], ["-o", "yaml"], ["-o", "jsonpath={.ranking}"]):
+        result = policyctl("select", "-f", path, *output, address=daemon)
+        no_traceback(result)
+        assert (result.returncode, result.stdout) == (1, "")
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("error: no runtime found to support model safetensors")
     effective = policyctl("effective", "-f", path, address=daemon)
     no_traceback(effective)
     assert effective.returncode == 1
-    assert effective.stdout.startswith("RUNTIME <none>")
+    assert effective.stdout == ""  # a command that fails prints nothing on stdout
     # the cause, once: the daemon's own words, not a guess of policyctl's before them
     (line,) = effective.stderr.splitlines()
     assert line.startswith("error: spec.model.name: no runtime found to support model safetensors")
@@ -111,8 +112,9 @@ def test_a_rejection_is_exit_1_on_stderr(daemon: str, tmp_path: Path) -> None:
     no_traceback(result)
     assert result.returncode == 1
     assert result.stdout == ""
-    assert "no-such-runtime not found in namespace" in result.stderr
-    assert "RuntimeReady=False reason=RuntimeNotFound: " in result.stderr
+    assert result.stderr.splitlines() == [
+        f"error: no-such-runtime not found in namespace {NAMESPACE} (RuntimeReady=False reason=RuntimeNotFound)"
+    ]
 
 
 def _outputs(daemon: str, renderer: str, files: Files, tmp_path: Path) -> dict[str, list[str]]:
@@ -156,10 +158,10 @@ def test_every_command_prints_every_output_format(
             assert all(re.fullmatch(r"[a-z.]+/[a-z0-9.-]+", n) for n in out.splitlines()) or not objects, line
         else:
             assert out.strip(), line
-    # -o wide has every column of the table, and more
-    table = policyctl("explain", "-f", str(files.isvc), "-o", "table", address=daemon).stdout.splitlines()[1]
-    wide = policyctl("explain", "-f", str(files.isvc), "-o", "wide", address=daemon).stdout.splitlines()[1]
-    assert wide.startswith(table.rstrip()) and len(wide.split()) > len(table.split())
+    # -o wide has every column of the table, in its order, and more
+    table = policyctl("explain", "-f", str(files.isvc), "-o", "table", address=daemon).stdout.splitlines()[1].split()
+    wide = policyctl("explain", "-f", str(files.isvc), "-o", "wide", address=daemon).stdout.splitlines()[1].split()
+    assert [h for h in wide if h in table] == table and len(wide) > len(table)
 
 
 def test_numbers_are_json_numbers(daemon: str, files: Files) -> None:
@@ -290,3 +292,26 @@ def test_rules_and_conformance_commands_take_o_too(daemon: str, renderer: str) -
     report = yaml.safe_load(ran.stdout)
     assert report["failed"] == 0 and report["passed"] == len(report["cases"]) > 0
     assert all(case["passed"] for case in report["cases"])
+
+
+def test_explain_names_each_kind_as_select_does_and_keeps_the_reason_last_in_wide(daemon: str, files: Files) -> None:
+    explained = policyctl("explain", "-f", str(files.isvc), "-o", "wide", address=daemon)
+    succeeded(explained)
+    header, *rows = explained.stdout.splitlines()[1:]
+    assert header.split()[-1] == "REASON" and header.split()[:2] == ["RUNTIME", "KIND"]
+    selected = policyctl("select", "-f", str(files.isvc), "-o", "jsonpath={.ranking[0].kind}", address=daemon)
+    assert rows[0].split()[:2] == [RUNTIME_NAME, selected.stdout] == [RUNTIME_NAME, "ServingRuntime"]
+
+
+def test_kinds_take_the_names_of_omes_crds_not_short_names_kubectl_gives_other_kinds(daemon: str) -> None:
+    taken = policyctl("diff", "--delete", "clusterservingruntime.ome.io/nope", address=daemon)
+    assert "clusterservingruntime.ome.io/nope: ClusterServingRuntime nope is not in the catalog" in taken.stderr
+    refused = policyctl("diff", "--delete", "csr/nope", address=daemon)  # kubectl's CertificateSigningRequest
+    no_traceback(refused)
+    assert (refused.returncode, refused.stderr.splitlines()) == (
+        2,
+        [
+            "error: the server doesn't have a resource type \"csr\" (policyd's catalog has ClusterServingRuntime, "
+            "ServingRuntime, ClusterBaseModel, BaseModel, InferenceService (isvc), AcceleratorClass)"
+        ],
+    )

@@ -136,7 +136,7 @@ def test_authz_lets_readers_read_and_only_writers_change_the_catalog(tmp_path: P
         assert _apply(address, controller).changes[0].action == "unchanged"  # the SAN is the writer's identity
         denied = policyctl(
             "delete",
-            "sr",
+            "servingruntime",
             RUNTIME_NAME,
             "-n",
             "llama-demo",

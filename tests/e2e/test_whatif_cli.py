@@ -77,7 +77,7 @@ def test_the_catalog_holds_the_synced_inference_service(daemon: str) -> None:
 
 def test_deleting_the_chosen_runtime_changes_the_decision_and_exits_1(daemon: str, catalog_dir: Path) -> None:
     before = _revision(daemon)
-    result = policyctl("diff", "--delete", f"sr/{RUNTIME_NAME}", "-n", NAMESPACE, address=daemon)
+    result = policyctl("diff", "--delete", f"servingruntime/{RUNTIME_NAME}", "-n", NAMESPACE, address=daemon)
     no_traceback(result)
     assert result.returncode == 1, result.stderr
     assert result.stdout.splitlines() == [
@@ -200,7 +200,7 @@ def test_another_rules_directory_shows_what_its_rules_would_decide(daemon: str, 
 
 
 def test_diff_offline_over_a_directory_answers_as_the_daemon(daemon: str, catalog_dir: Path) -> None:
-    args = ["diff", "--delete", f"sr/{RUNTIME_NAME}", "-n", NAMESPACE]
+    args = ["diff", "--delete", f"servingruntime/{RUNTIME_NAME}", "-n", NAMESPACE]
     live = policyctl(*args, address=daemon)
     offline = policyctl(*args, "--catalog", str(catalog_dir))
     no_traceback(offline)
@@ -213,7 +213,7 @@ def test_diff_offline_over_a_directory_answers_as_the_daemon(daemon: str, catalo
     ("args", "stderr"),
     [
         (
-            ["--delete", "sr/nope", "-n", NAMESPACE],
+            ["--delete", "servingruntime/nope", "-n", NAMESPACE],
             f"ServingRuntime nope is not in the catalog in namespace {NAMESPACE}",
         ),
         (["--delete", "deployment/web"], 'the server doesn\'t have a resource type "deployment"'),
@@ -229,13 +229,15 @@ def test_diff_errors_exit_above_1_as_kubectl_diff_does(daemon: str, args: list[s
 
 
 def test_diff_of_an_unreachable_daemon_fails_with_2(tmp_path: Path) -> None:
-    result = policyctl("diff", "--delete", "csr/x", address="127.0.0.1:1")
+    result = policyctl("diff", "--delete", "clusterservingruntime/x", address="127.0.0.1:1")
     assert result.returncode == 2
     assert result.stderr.startswith("error: cannot reach policyd at 127.0.0.1:1")
 
 
 def test_isvc_takes_inference_services_only(daemon: str, catalog_dir: Path) -> None:
-    result = policyctl("diff", "--delete", "csr/x", "--isvc", str(catalog_dir / "model.yaml"), address=daemon)
+    result = policyctl(
+        "diff", "--delete", "clusterservingruntime/x", "--isvc", str(catalog_dir / "model.yaml"), address=daemon
+    )
     assert result.returncode == 2
     assert "--isvc takes InferenceServices, not ClusterBaseModel" in result.stderr
 

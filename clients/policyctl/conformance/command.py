@@ -66,8 +66,23 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def add_parser(sub: argparse._SubParsersAction[Any], parents: list[Any]) -> None:
-    p = sub.add_parser("conformance", help="run conformance case directories through a real daemon", parents=parents)
-    p.add_argument("directories", nargs="+", type=Path)
+    text = "run conformance case directories through a real daemon and renderer (started for them)"
+    examples = (
+        "  policyctl conformance ../shared/conformance/cases tests/conformance-cases\n"
+        "  policyctl conformance cases/ --address 127.0.0.1:50051 --renderer unix:/tmp/policy-render.sock\n"
+        "  policyctl conformance cases/ -o json     # once all ran: each case, passed or its problems"
+    )
+    p = sub.add_parser(
+        "conformance",
+        help=text,
+        description=text,
+        epilog=f"Examples:\n{examples}",
+        parents=parents,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "directories", nargs="+", type=Path, metavar="DIR", help="directories (searched recursively) or case files"
+    )
     p.add_argument("--renderer", help="use this running renderer instead of starting one")
     p.add_argument("--rules", type=Path, help="rules directory for the daemon it starts")
     p.set_defaults(func=run)
