@@ -109,6 +109,7 @@ def test_json_lists_each_change_with_its_before_and_after_verdicts(daemon: str, 
             "key": {"kind": "ServingRuntime", "namespace": NAMESPACE, "name": better["metadata"]["name"]},
             "action": "created",
             "overridesFile": "",
+            "kept": False,
         }
     ]
     table = policyctl("diff", "--apply", str(path), address=daemon)
