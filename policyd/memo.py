@@ -9,18 +9,40 @@
 
 A value is computed outside any lock: two threads may compute one key at once, and either
 result stands (every cached value is a pure function of its key).
+
+Inside ``transient()`` (a call that brings objects of its own: a request catalog, a what-if
+proposal) what a ``Bounded`` memo would keep goes to the block's own scratch instead, read there
+and dropped at its end: objects no later call will send again must not fill the memos (a bound
+by count is no bound on bytes when one runtime can bring a thousand entries), and what the call
+built goes with it.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Mapping
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Generic, TypeVar
 
 from cachetools import LRUCache
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+
+
+# (the memo, its key) → value, inside transient(); None outside
+_SCRATCH: ContextVar[dict[tuple[int, Any], Any] | None] = ContextVar("policyd_memo_scratch", default=None)
+
+
+@contextmanager
+def transient() -> Iterator[None]:
+    """Within the block (its thread, or context), Bounded memos keep nothing beyond it."""
+    token = _SCRATCH.set({})
+    try:
+        yield
+    finally:
+        _SCRATCH.reset(token)
 
 
 class Bounded(Generic[K, V]):
@@ -31,20 +53,29 @@ class Bounded(Generic[K, V]):
         self.size = size
 
     def get(self, key: K) -> V | None:
-        return self._items.get(key)
+        hit = self._items.get(key)
+        if hit is None and (scratch := _SCRATCH.get()) is not None:
+            return scratch.get((id(self), key))
+        return hit
 
     def put(self, key: K, value: V) -> V:
+        if (scratch := _SCRATCH.get()) is not None:
+            scratch[(id(self), key)] = value
+            return value
         if len(self._items) >= self.size:
             self._items.clear()
         self._items[key] = value
         return value
 
     def get_or(self, key: K, compute: Callable[[], V]) -> V:
-        hit = self._items.get(key)
+        hit = self.get(key)
         return hit if hit is not None else self.put(key, compute())
 
     def put_all(self, items: Mapping[K, V]) -> None:
         """Keep a batch of values at once (a rules engine's batch of judgements)."""
+        if (scratch := _SCRATCH.get()) is not None:
+            scratch.update(((id(self), k), v) for k, v in items.items())
+            return
         if len(self._items) + len(items) > self.size:
             self._items.clear()
         self._items.update(items)

@@ -44,6 +44,7 @@ from policyd.policy.loader import BUNDLED_RULES, RuleFileError
 from policyd.resources.kinds import OME_KINDS
 from policyd.server import observability as obs
 from policyd.server.authz import Authorizer, AuthzError
+from policyd.server.heavy import HeavyCalls
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
 from policyd.server.statedir import StateDir, StateDirError
@@ -364,7 +365,10 @@ def _serve(args: argparse.Namespace) -> int:
         pin_to_cpu(args.pin_cpu)  # loaded (its parsing forked onto every CPU), before serving
     server = new_server(args.workers, limits.max_message_bytes, limits.max_concurrent, [gate], shared)
     endpoints = tuple(e for e in args.endpoints.split(",") if e)
-    servicer = PolicyServicer(state, decisions, endpoints=endpoints, cluster=cluster)
+    # a quarter of the threads for calls with catalogs or rules of their own; the rest stay the webhook's
+    # and the controller's (their heap given back once none runs)
+    heavy = HeavyCalls(args.workers // 4, on_idle=give_back_heap)
+    servicer = PolicyServicer(state, decisions, endpoints=endpoints, cluster=cluster, heavy=heavy)
     policy_pb2_grpc.add_PolicyServiceServicer_to_server(servicer, server)
     health_servicer = add_health(server, [service], serving=cluster is None)
     healths = [health_servicer]

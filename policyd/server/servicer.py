@@ -31,6 +31,7 @@ from policyd.server import observability as obs
 from policyd.server import responses
 from policyd.server.cachekey import request_digest
 from policyd.server.fieldcheck import FieldCheck, mode_of
+from policyd.server.heavy import Busy, HeavyCalls, brings_objects
 from policyd.server.requests import (
     ISVC_FIELD,
     catalog_keys,
@@ -134,8 +135,10 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         fast: bool = True,
         endpoints: Sequence[str] = (),
         cluster: ClusterCatalog | None = None,
+        heavy: HeavyCalls | None = None,
     ) -> None:
         self.state = state
+        self.heavy = heavy or HeavyCalls(2)  # calls that bring objects of their own (heavy.py)
         self.cluster = cluster  # policyd --cluster: the catalog is the cluster's, read by these watches
         self.decisions = decisions
         self.whatif = WhatIf(state)
@@ -189,7 +192,11 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                     if cached[1]:
                         context.set_trailing_metadata(warning_trailers(cached[1]))
                     return cached[0]
-                response = handler(request, revision, catalog, fields)
+                with self.heavy.scope(rpc, request):
+                    response = handler(request, revision, catalog, fields)
+            except Busy as err:
+                code = grpc.StatusCode.RESOURCE_EXHAUSTED
+                context.abort(code, str(err))
             except InvalidInput as err:
                 code = grpc.StatusCode.INVALID_ARGUMENT
                 log.info(
@@ -259,6 +266,11 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             cached=cached,
         )
 
+    def _fast(self, rpc: str, request: Message) -> bool:
+        """The fast path keeps the verdicts it judged, by runtime, for later calls: not of objects a
+        call brings (heavy.py); those are judged on the plain path."""
+        return self.fast and not brings_objects(rpc, request)
+
     @staticmethod
     def _revisions(revision: Revision, catalog: Catalog) -> pb.Revisions:
         return pb.Revisions(rules_revision=revision.id, catalog_revision=catalog.revision)
@@ -274,7 +286,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         isvc = parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
-            result = decide.select(catalog, isvc, revision, fast=self.fast)
+            result = decide.select(catalog, isvc, revision, fast=self._fast("Select", request))
         head = pb.SelectResponse(
             error=result.error,
             warnings=list(result.warnings),
@@ -298,7 +310,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         if which == "inference_service":
             isvc = parse_isvc(request.inference_service, fields)
             with under(ISVC_FIELD):
-                explanation = decide.explain_isvc(catalog, isvc, revision, fast=self.fast)
+                explanation = decide.explain_isvc(catalog, isvc, revision, fast=self._fast("Explain", request))
         elif which == "model":
             if not request.model.model.name:
                 raise InvalidInput("model.model.name", "is required")
@@ -309,7 +321,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 )
             ref = ModelRef(request.model.model.name, kind)
             with under("model"):
-                explanation = decide.explain_model(catalog, ref, request.model.namespace, revision, fast=self.fast)
+                explanation = decide.explain_model(
+                    catalog, ref, request.model.namespace, revision, fast=self._fast("Explain", request)
+                )
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
         head = pb.ExplainResponse(
@@ -354,7 +368,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     ) -> pb.EffectiveResponse:
         lookup, isvc, catalog = _looked_up(request, base, fields)
         with under(ISVC_FIELD):
-            result = decide.effective(catalog, isvc, revision, lookup, fast=self.fast)
+            result = decide.effective(catalog, isvc, revision, lookup, fast=self._fast("Effective", request))
         runtime = result.runtime
         answer = pb.EffectiveResponse(
             runtime=runtime.meta.name if runtime else "",
@@ -376,7 +390,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     ) -> pb.DecideResponse:
         lookup, isvc, catalog = _looked_up(request, base, fields)
         with under(ISVC_FIELD):
-            result = decide.decide(catalog, isvc, revision, lookup, fast=self.fast)
+            result = decide.decide(catalog, isvc, revision, lookup, fast=self._fast("Decide", request))
         answer = pb.DecideResponse(revisions=self._revisions(revision, catalog), named=isvc.runtime is not None)
         runtime: ServingRuntime | None = None
         if (resolution := result.resolution) is not None:
@@ -416,7 +430,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ADMIT_FIELD):
             if isinstance(obj, InferenceService):
-                result = admission.admit_isvc(catalog, obj, revision, fast=self.fast)
+                result = admission.admit_isvc(catalog, obj, revision, fast=self._fast("Admit", request))
             elif isinstance(obj, ServingRuntime):
                 result = admission.admit_runtime(catalog, obj, revision)
             else:

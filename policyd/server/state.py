@@ -89,7 +89,7 @@ class DecisionCache:
             self._items.put(key, (value, warnings))
 
 
-def _close(revision: Revision) -> None:
+def close_revision(revision: Revision) -> None:
     """Free a revision nothing decides at any more: its engine and what its decisions memoised."""
     revision.engine.close()
     retire(revision)
@@ -124,7 +124,7 @@ class ServingState:
             self.last_attempt = ReloadAttempt(
                 self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line
             )
-        self._refs: RefCounts[Revision] = RefCounts(_close)
+        self._refs: RefCounts[Revision] = RefCounts(close_revision)
         self.catalog_errors: list[str] = []  # the faults, then the refused manifests
         self.catalog_faults: list[str] = []  # files (or the directory) whose last good content serves
         self.on_catalog: Callable[[], None] = lambda: None  # after each directory load (metrics)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
 from policyd.catalog.snapshot import Catalog, CatalogObject
@@ -22,7 +23,8 @@ from policyd.resources.objects import InferenceService
 from policyd.server import responses
 from policyd.server.fieldcheck import FieldCheck
 from policyd.server.requests import catalog_keys, catalog_object, object_key, parse_isvc
-from policyd.server.state import ServingState
+from policyd.server.state import ServingState, close_revision
+from policyd.server.whatif_revisions import KeptRevisions
 from policyd.whatif.lint import Linting, lint
 from policyd.whatif.simulate import Cause, Decision, decide, propose, simulate
 
@@ -59,15 +61,16 @@ def _cause(value: Cause) -> pb.ChangeCause:
 class WhatIf:
     def __init__(self, state: ServingState) -> None:
         self.state = state
-        self._revisions: Lru[tuple[str, str], Revision] = Lru(4)
+        self._revisions = KeptRevisions(4, close_revision)
         # slim decisions (no verdicts but the chosen runtime's) by revisions and InferenceService
         self._decisions: Lru[tuple[str, str, str], Decision] = Lru(50_000)
         self._lints: Lru[tuple[str, str], Linting] = Lru(4)
 
-    def _rules(self, files: Sequence[pb.RuleFile], serving: Revision) -> Revision:
-        """The revision of the rule files sent, beside the serving rules; the serving one for none."""
+    def _rules(self, files: Sequence[pb.RuleFile], serving: Revision) -> AbstractContextManager[Revision]:
+        """The revision of the rule files sent, beside the serving rules, held for the block; the
+        serving one (which the call holds) for none."""
         if not files:
-            return serving
+            return nullcontext(serving)
         texts = [(f.name or f"rules[{i}]", f.content) for i, f in enumerate(files)]
         digest = hashlib.sha256(b"\0".join(f"{n}\0{c}".encode() for n, c in texts)).hexdigest()
 
@@ -77,7 +80,7 @@ class WhatIf:
             except RuleFileError as err:
                 raise InvalidInput("rules", str(err)) from None
 
-        return self._revisions.get_or((digest, serving.id), build)
+        return self._revisions.held((digest, serving.id), build)
 
     def _cached(self, catalog: Catalog, isvc: InferenceService, revision: Revision) -> Decision:
         key = (revision.id, catalog.revision, isvc.digest)
@@ -86,7 +89,17 @@ class WhatIf:
     def simulate(
         self, request: pb.SimulateRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
     ) -> pb.SimulateResponse:
-        after_rules = self._rules(request.rules, revision)
+        with self._rules(request.rules, revision) as after_rules:
+            return self._simulate(request, revision, catalog, fields, after_rules)
+
+    def _simulate(
+        self,
+        request: pb.SimulateRequest,
+        revision: Revision,
+        catalog: Catalog,
+        fields: FieldCheck,
+        after_rules: Revision,
+    ) -> pb.SimulateResponse:
         applied = [catalog_object(o, f"apply[{i}]", fields) for i, o in enumerate(request.apply)]
         _refused(applied, after_rules)
         proposal = propose(catalog, applied, catalog_keys(request.delete, "delete"))
@@ -113,8 +126,8 @@ class WhatIf:
     def lint(
         self, request: pb.LintRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
     ) -> pb.LintResponse:
-        rules = self._rules(request.rules, revision)
-        found = self._lints.get_or((rules.id, catalog.revision), lambda: lint(catalog, rules))
+        with self._rules(request.rules, revision) as rules:
+            found = self._lints.get_or((rules.id, catalog.revision), lambda: lint(catalog, rules))
         return pb.LintResponse(
             findings=[
                 pb.Finding(id=f.id, severity=f.severity, objects=[object_key(k) for k in f.objects], message=f.message)
