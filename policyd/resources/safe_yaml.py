@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from policyd.errors import InvalidInput
+from policyd.resources import yaml_events
 
 MAX_DEPTH = 100
 MAX_ALIAS_EXPANSION = 100_000
@@ -119,6 +120,8 @@ def load_all(text: str, source: str = "input", max_bytes: int = 0, values: str |
     read = _json_documents(text)
     if read is not None and read[1]:
         return read[0]
+    if read is None and (plain := yaml_events.documents(text, _Loader, MAX_DEPTH, _MAX_INT_TEXT, INT64)) is not None:
+        return plain  # the common document, read from libyaml's events (yaml_events.py)
     try:
         docs = read[0] if read is not None else [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except _Refused as err:
