@@ -49,3 +49,11 @@ def settle_heap() -> None:
 def give_back_heap() -> None:
     if _TRIM is not None:
         _TRIM(0)
+
+
+def collect_and_give_back() -> None:
+    """After a call that built much and dropped it (a request catalog of megabytes): its cycles
+    collected first (the heap is frozen, so a collection walks only what came since), then the
+    heap's free space given back."""
+    gc.collect()
+    give_back_heap()

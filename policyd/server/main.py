@@ -36,7 +36,7 @@ from policyd.grpc_process import (
     stop_signal,
     wait_for_stop_signal,
 )
-from policyd.heap import give_back_heap, settle_heap
+from policyd.heap import collect_and_give_back, give_back_heap, settle_heap
 from policyd.kube.sync import ClusterCatalog
 from policyd.kubeconfig import ConfigError, load_configuration
 from policyd.logs import add_fields, configure_logging
@@ -367,7 +367,7 @@ def _serve(args: argparse.Namespace) -> int:
     endpoints = tuple(e for e in args.endpoints.split(",") if e)
     # a quarter of the threads for calls with catalogs or rules of their own; the rest stay the webhook's
     # and the controller's (their heap given back once none runs)
-    heavy = HeavyCalls(args.workers // 4, on_idle=give_back_heap)
+    heavy = HeavyCalls(args.workers // 4, on_idle=collect_and_give_back)
     servicer = PolicyServicer(state, decisions, endpoints=endpoints, cluster=cluster, heavy=heavy)
     policy_pb2_grpc.add_PolicyServiceServicer_to_server(servicer, server)
     health_servicer = add_health(server, [service], serving=cluster is None)
