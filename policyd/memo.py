@@ -45,6 +45,12 @@ def transient() -> Iterator[None]:
         _SCRATCH.reset(token)
 
 
+def keeping() -> bool:
+    """Whether what is memoised now outlives the call (outside transient()): for caches of
+    their own owners (a scope's encodings, say) to keep nothing of a transient call either."""
+    return _SCRATCH.get() is None
+
+
 class Bounded(Generic[K, V]):
     __slots__ = ("_items", "size")
 

@@ -19,7 +19,7 @@ from policyd.decision.shared import Kept, KeptRows
 from policyd.decision.verdicts import RuntimeVerdict, Verdict
 from policyd.edge import limits
 from policyd.edge.gate import Preencoded
-from policyd.memo import Bounded, Lru
+from policyd.memo import Bounded, Lru, keeping
 from policyd.policy.outcomes import Reason, Refusal
 from policyd.resources.objects import Entry, Pipeline, PipelineComponent, ServingRuntime, VersionedName
 from policyd.resources.proto import manifest_to_message
@@ -214,7 +214,8 @@ def scope_identities(scope: Sequence[ServingRuntime]) -> Sequence[bytes]:
     if seen is not None and seen[0] is scope:
         return seen[1]
     found = identities(scope)
-    _SCOPES.put(id(scope), (scope, found))
+    if keeping():  # a request catalog's scope is its own: kept, it would pin the call's runtimes
+        _SCOPES.put(id(scope), (scope, found))
     return found
 
 
