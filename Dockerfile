@@ -17,7 +17,6 @@ COPY pyproject.toml README.md ./
 COPY policyd policyd
 # policyd/rules links to rules/: the wheel ships the bundled rules as package data
 COPY rules rules
-COPY clients clients
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11-slim

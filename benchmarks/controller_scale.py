@@ -51,10 +51,10 @@ from measured import Measured  # noqa: E402
 from testkit.cluster import control_plane  # noqa: E402
 from testkit.shared import RULES  # noqa: E402
 
-from clients.controller.kube import APPLIED, FIELD_MANAGER, LABEL_ISVC, WORKLOAD_KINDS  # noqa: E402
-from clients.controller.reconcile import Reconciler  # noqa: E402
-from clients.policyctl.conformance.daemons import serving  # noqa: E402
-from clients.renderer.names import model_node_label  # noqa: E402
+from policyd.clients.controller.kube import APPLIED, FIELD_MANAGER, LABEL_ISVC, WORKLOAD_KINDS  # noqa: E402
+from policyd.clients.controller.reconcile import Reconciler  # noqa: E402
+from policyd.clients.policyctl.conformance.daemons import serving  # noqa: E402
+from policyd.clients.renderer.names import model_node_label  # noqa: E402
 from policyd.contract import policy_pb2 as pb  # noqa: E402
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc  # noqa: E402
 from policyd.contract import resources_pb2 as rpb  # noqa: E402
@@ -70,7 +70,7 @@ class Controller(Measured):
     """A policy-controller process, its JSON log in a file."""
 
     def __init__(self, kubeconfig: Path, policyd: str, renderer: str, log: Path, workers: int) -> None:
-        args = [sys.executable, "-m", "clients.controller.main", "--kubeconfig", str(kubeconfig)]
+        args = [sys.executable, "-m", "policyd.clients.controller.main", "--kubeconfig", str(kubeconfig)]
         args += ["--policyd", policyd, "--renderer", renderer, "--leader-election-namespace", NAMESPACE]
         args += ["--lease-duration", "3", "--workers", str(workers)]
         self.log = log
@@ -275,7 +275,7 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
         policyd = stack.enter_context(
             serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "error"], "127.0.0.1:0")
         )
-        renderer = stack.enter_context(serving("clients.renderer.main", [], "unix:{tmp}/render.sock"))
+        renderer = stack.enter_context(serving("policyd.clients.renderer.main", [], "unix:{tmp}/render.sock"))
         configuration = client.Configuration()
         config.load_kube_config(str(kubeconfig), client_configuration=configuration)
         configuration.connection_pool_maxsize = 16

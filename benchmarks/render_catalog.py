@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clients.renderer.render import render
+from policyd.clients.renderer.render import render
 from tests.render.catalog import catalog_inputs
 
 

@@ -62,7 +62,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from testkit import synthetic  # noqa: E402
 from testkit.shared import CATALOG  # noqa: E402
 
-from clients.channels import target_of  # noqa: E402
+from policyd.clients.channels import target_of  # noqa: E402
 from policyd.contract import policy_pb2 as pb  # noqa: E402
 from policyd.contract import policy_pb2_grpc  # noqa: E402
 from policyd.contract import resources_pb2 as rpb  # noqa: E402

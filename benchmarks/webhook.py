@@ -50,7 +50,7 @@ from testkit.shared import RULES  # noqa: E402
 from webhook.cluster_support import Kubectl, closed_port, registered, registrations  # noqa: E402
 from webhook.support import PATHS, admission_review, running_webhook, serving_certs  # noqa: E402
 
-from clients.policyctl.conformance.daemons import serving  # noqa: E402
+from policyd.clients.policyctl.conformance.daemons import serving  # noqa: E402
 from policyd.contract import policy_pb2 as pb  # noqa: E402
 from policyd.contract import policy_pb2_grpc  # noqa: E402
 
@@ -61,7 +61,7 @@ GOAL_APPLY, GOAL_REVIEW = 1.5, 2.0
 
 @contextlib.contextmanager
 def controller(kubeconfig: Path, policyd: str, renderer: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    args = [sys.executable, "-m", "clients.controller.main", "--kubeconfig", str(kubeconfig)]
+    args = [sys.executable, "-m", "policyd.clients.controller.main", "--kubeconfig", str(kubeconfig)]
     args += ["--policyd", policyd, "--renderer", renderer, "--leader-election-namespace", WITH]
     args += ["--lease-duration", "3", "--log-level", "warning"]
     with log.open("wb") as out:
@@ -154,7 +154,7 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
         policyd = stack.enter_context(
             serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "error"], "127.0.0.1:0")
         )
-        renderer = stack.enter_context(serving("clients.renderer.main", [], "unix:{tmp}/render.sock"))
+        renderer = stack.enter_context(serving("policyd.clients.renderer.main", [], "unix:{tmp}/render.sock"))
         stack.enter_context(controller(kubeconfig, policyd, renderer, directory / "controller.log"))
         hook = stack.enter_context(running_webhook(policyd, certs.cert_dir, kubeconfig=kubeconfig, log_level="warning"))
         configs = registrations(hook.url, certs.ca.read_bytes(), SUFFIX, [WITH], None, probe.getsockname()[1])

@@ -35,7 +35,7 @@ from typing import Any
 import grpc
 import yaml
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
@@ -84,7 +84,7 @@ def seconds(call: Callable[[], Any]) -> float:
 
 
 def cli(address: str, *args: str) -> float:
-    cmd = [sys.executable, "-m", "clients.policyctl.main", "--address", address, *args]
+    cmd = [sys.executable, "-m", "policyd.clients.policyctl.main", "--address", address, *args]
     start = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, capture_output=True, check=False)
     return time.perf_counter() - start

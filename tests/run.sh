@@ -14,7 +14,7 @@ export PATH="$PWD/.venv/bin:$PATH"
 SHARED=${POLICYD_SHARED:-../shared}
 
 echo "== ruff";   ruff check . && ruff format --check . >/dev/null
-echo "== mypy";   mypy policyd clients
+echo "== mypy";   mypy policyd  # policyd/clients/ too
 echo "== layers"; lint-imports  # pyproject's [tool.importlinter]: policyd's layers, no cycles
 echo "== buf";    buf lint
 echo "== hadolint"; hadolint Dockerfile

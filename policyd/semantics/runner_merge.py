@@ -10,7 +10,7 @@ runtime and the InferenceService both set a value"):
 A multi-node engine runs its server in the leader: the leader's runner is merged on top
 of the component's own runner, as the renderer folds them.
 
-Pure: manifests in, a frozen view out. The renderer (clients/renderer/merge.py) applies
+Pure: manifests in, a frozen view out. The renderer (policyd/clients/renderer/merge.py) applies
 the same rules to whole components.
 """
 

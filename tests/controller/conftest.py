@@ -9,7 +9,7 @@ import pytest
 from testkit.cluster import Cluster
 from testkit.shared import RULES
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 
 from .support import World
 
@@ -18,7 +18,7 @@ from .support import World
 def services() -> Iterator[tuple[str, str]]:
     with (
         serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "warning"], "127.0.0.1:0") as policyd,
-        serving("clients.renderer.main", [], "unix:{tmp}/render.sock") as renderer,
+        serving("policyd.clients.renderer.main", [], "unix:{tmp}/render.sock") as renderer,
     ):
         yield policyd, renderer
 

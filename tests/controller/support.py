@@ -22,7 +22,7 @@ from kubernetes.dynamic.exceptions import NotFoundError
 from testkit.cluster import Cluster
 from testkit.shared import CATALOG
 
-from clients.controller.kube import APPLIED, WORKLOAD_KINDS
+from policyd.clients.controller.kube import APPLIED, WORKLOAD_KINDS
 from policyd.resources import kinds as ome
 
 T = TypeVar("T")
@@ -106,7 +106,7 @@ class World:
         self, *extra: str, kubeconfig: Path | None = None, policyd: str | None = None, env: dict[str, str] | None = None
     ) -> Controller:
         log_path = self.tmp / f"controller-{len(self.controllers)}.log"
-        args = [sys.executable, "-m", "clients.controller.main"]
+        args = [sys.executable, "-m", "policyd.clients.controller.main"]
         if kubeconfig is not None or env is None:
             args += ["--kubeconfig", str(kubeconfig or self.cluster.kubeconfig)]
         args += ["--policyd", policyd or self.policyd, "--renderer", self.renderer]

@@ -13,9 +13,9 @@ import grpc
 import pytest
 from testkit.shared import RULES
 
-from clients.controller.catalog_sync import CHUNK, CatalogSync
-from clients.controller.kube import CatalogKey
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.controller.catalog_sync import CHUNK, CatalogSync
+from policyd.clients.controller.kube import CatalogKey
+from policyd.clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 

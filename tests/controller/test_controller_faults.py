@@ -16,7 +16,7 @@ from pathlib import Path
 import grpc
 from testkit.shared import RULES
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 
@@ -77,7 +77,9 @@ def test_a_runtime_deleted_while_the_watch_was_gone_leaves_policyds_catalog_afte
 
 
 def test_the_api_server_restarting_mid_run_is_ridden_out(world: World) -> None:
-    with running(world) as controller:
+    # a restart within the lease's renew deadline (40 s of a 60 s lease; a loaded machine may take
+    # several seconds to start kube-apiserver): one longer stops the leader, as a test below says
+    with running(world, "--lease-duration", "60") as controller:
         serving_named(world)
         world.cluster.restart_apiserver()
         world.apply(auto_model())
@@ -131,16 +133,15 @@ def _pid_serving(address: str) -> int:
     for proc in Path("/proc").iterdir():
         with contextlib.suppress(OSError):
             args = (proc / "cmdline").read_bytes().split(b"\0")
-            if b"clients.renderer.main" in args and address.encode() in args:
+            if b"policyd.clients.renderer.main" in args and address.encode() in args:
                 return int(proc.name)
     raise LookupError(f"no renderer serving {address}")
 
 
-def _request_waiting_at(socket_path: str) -> bool:
-    """A connection to ``socket_path`` its stopped server has not accepted, or bytes it has not
-    read (a channel connects on its first call: a fresh controller's first render)."""
+def _unread_at(socket_path: str) -> int:
+    """Bytes sent to ``socket_path`` its stopped server has not read."""
     lines = subprocess.run(["ss", "-xan"], capture_output=True, text=True, check=True).stdout.splitlines()[1:]
-    return any(socket_path in line and int(line.split()[2]) > 0 for line in lines)
+    return sum(int(line.split()[2]) for line in lines if socket_path in line)
 
 
 def test_a_controller_stopped_in_the_middle_of_a_reconcile_finishes_it_rather_than_writing_unknown(
@@ -148,17 +149,23 @@ def test_a_controller_stopped_in_the_middle_of_a_reconcile_finishes_it_rather_th
 ) -> None:
     """SIGTERM while a render is in progress: the key finishes before the connections close (an
     RPC cut short by closing its channel would be written as RuntimeReady Unknown, which the next
-    controller rewrites)."""
+    controller rewrites). The renderer stops once the controller's connection to it is up: a
+    connection attempt to a stopped process is given 2 s (policyd/clients/channels.py), a call sent on an
+    open connection waits for its answer."""
     world.apply(auto_model())
     world.apply(auto_runtime())
+    first = auto_isvc()
+    first["metadata"]["name"] = "first"
     renderer = _pid_serving(world.renderer)
     with running(world) as controller:
-        eventually(lambda: controller.logged("caught up"), what="caught up")
+        world.apply(first)
+        eventually(lambda: reason(world, "first") == "RuntimeResolved", what="the first render")
         os.kill(renderer, signal.SIGSTOP)
         try:
-            world.apply(auto_isvc())
             socket_path = world.renderer.removeprefix("unix:")
-            eventually(lambda: _request_waiting_at(socket_path), what="a render waiting for the renderer")
+            unread = _unread_at(socket_path)  # the connection's own frames the renderer had not read yet
+            world.apply(auto_isvc())
+            eventually(lambda: _unread_at(socket_path) > unread, what="a render waiting for the renderer")
             controller.proc.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 controller.proc.wait(timeout=5)  # what closing the connections at once would have done

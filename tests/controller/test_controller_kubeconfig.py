@@ -36,7 +36,7 @@ def test_with_no_configuration_at_all_the_controller_says_where_it_looked_in_one
     unset = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
     env = {k: v for k, v in os.environ.items() if k not in unset} | {"HOME": str(home)}
     done = subprocess.run(
-        [sys.executable, "-m", "clients.controller.main"], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "policyd.clients.controller.main"], env=env, capture_output=True, text=True, timeout=60
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (

@@ -22,7 +22,7 @@ from testkit.cluster import Cluster
 from testkit.helm import rbac
 from testkit.ports import free_port
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.resources.kinds import OME_KINDS

@@ -399,7 +399,7 @@ def test_spec_002_a_pinned_inference_service_keeps_serving_from_its_snapshot_and
 
 
 def policyctl_effective(world: World, name: str, *flags: str) -> str:
-    command = [sys.executable, "-m", "clients.policyctl.main", "--address", world.policyd, "effective", name]
+    command = [sys.executable, "-m", "policyd.clients.policyctl.main", "--address", world.policyd, "effective", name]
     done = subprocess.run(
         [*command, "-n", world.namespace, "--kubeconfig", str(world.cluster.kubeconfig), *flags],
         capture_output=True,

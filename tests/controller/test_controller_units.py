@@ -8,14 +8,14 @@ from __future__ import annotations
 import asyncio
 import time
 
-from clients.controller import workqueue
-from clients.controller.controller import AUDIT, CATALOG
-from clients.controller.observed import Observed
-from clients.controller.operator import describe
-from clients.controller.outcome import Condition
-from clients.controller.reconcile import refusal
-from clients.controller.status import status_update
-from clients.decision import Decision
+from policyd.clients.controller import workqueue
+from policyd.clients.controller.controller import AUDIT, CATALOG
+from policyd.clients.controller.observed import Observed
+from policyd.clients.controller.operator import describe
+from policyd.clients.controller.outcome import Condition
+from policyd.clients.controller.reconcile import refusal
+from policyd.clients.controller.status import status_update
+from policyd.clients.decision import Decision
 from policyd.contract import policy_pb2 as pb
 
 READY = Condition("True", "RuntimeResolved", "ClusterServingRuntime rt")

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from testkit.cluster import Cluster
 
-from clients.renderer.names import model_node_label
+from policyd.clients.renderer.names import model_node_label
 
 from .manifests import (
     NAMED_ISVC,

@@ -8,9 +8,9 @@ from typing import Any
 
 from render.builders import make_isvc, make_runtime, run, runner
 
-from clients.controller.observed import trimmed
-from clients.controller.outcome import Condition
-from clients.controller.readiness import Readiness, readiness, severity, status_fields
+from policyd.clients.controller.observed import trimmed
+from policyd.clients.controller.outcome import Condition
+from policyd.clients.controller.readiness import Readiness, readiness, severity, status_fields
 
 AVAILABLE = {
     "type": "Available",

@@ -11,7 +11,7 @@ import pytest
 from testkit.diffusion import sd15_model_index
 from testkit.llama import MODEL_70B, model_70b_manifest
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 
 from .support import (
     MODEL_NAME,
@@ -55,7 +55,7 @@ def daemon(catalog_dir: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def renderer() -> Iterator[str]:
-    with serving("clients.renderer.main", [], "unix:{tmp}/r.sock") as address:
+    with serving("policyd.clients.renderer.main", [], "unix:{tmp}/r.sock") as address:
         yield address
 
 

@@ -52,7 +52,7 @@ def policyctl(
     of this one's, less the addresses and the kubeconfig a developer may have set)."""
     mine = ("POLICYD_ADDRESS", "POLICY_RENDER_ADDRESS", "KUBECONFIG")
     env = {**{k: v for k, v in os.environ.items() if k not in mine}, **(env or {})}
-    cmd = [sys.executable, "-m", "clients.policyctl.main", *(["--address", address] if address else []), *args]
+    cmd = [sys.executable, "-m", "policyd.clients.policyctl.main", *(["--address", address] if address else []), *args]
     return subprocess.run(cmd, cwd=ROOT, env=env, input=stdin, capture_output=True, text=True, timeout=timeout)
 
 

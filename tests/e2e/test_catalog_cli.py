@@ -14,7 +14,7 @@ import pytest
 import yaml
 from testkit.diffusion import sd15_model_index
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 
 from .conftest import Files
 from .support import (

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 
 from .conftest import Files
 from .support import (
@@ -140,7 +140,7 @@ def test_a_yaml_error_names_the_file_line_and_column(daemon: str, tmp_path: Path
 
 
 def test_stdin_that_is_closed_or_not_text_is_one_line_naming_it(daemon: str) -> None:
-    cmd = [sys.executable, "-m", "clients.policyctl.main", "--address", daemon, "select", "-f", "-"]
+    cmd = [sys.executable, "-m", "policyd.clients.policyctl.main", "--address", daemon, "select", "-f", "-"]
     closed = subprocess.run(
         cmd,
         cwd=ROOT,

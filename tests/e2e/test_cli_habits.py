@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.policyctl.main import parser
+from policyd.clients.policyctl.main import parser
 
 from .conftest import Files
 from .support import RUNTIME_70B, RUNTIME_NAME, no_traceback, policyctl, succeeded

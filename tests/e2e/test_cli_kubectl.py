@@ -67,7 +67,7 @@ def _waiting_for_stdin(pid: int) -> bool:
 
 
 def test_ctrl_c_exits_130_without_a_traceback(daemon: str) -> None:
-    cmd = [sys.executable, "-m", "clients.policyctl.main", "--address", daemon, "select", "-f", "-"]
+    cmd = [sys.executable, "-m", "policyd.clients.policyctl.main", "--address", daemon, "select", "-f", "-"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         # waiting for the manifest on stdin, which never comes

@@ -22,7 +22,7 @@ from testkit.cluster import Cluster
 from testkit.helm import render
 from testkit.ports import free_port
 
-from clients.policyctl.conformance.daemons import serving, wait_serving
+from policyd.clients.policyctl.conformance.daemons import serving, wait_serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
@@ -139,18 +139,32 @@ def test_version_and_help_with_defaults() -> None:
         assert default in help_text.stdout, default
 
 
-def test_an_installed_wheel_serves_its_bundled_rules_by_default(tmp_path: Path) -> None:
+def _installed_wheel(tmp_path: Path) -> Path:
+    """The project built as a wheel and installed into a directory of its own (returned)."""
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
-    for name in ("policyd", "clients", "rules"):
+    for name in ("policyd", "rules"):
         shutil.copytree(REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path / "dist", source], check=True)
     (wheel,) = (tmp_path / "dist").glob("policyd-*.whl")
     site = tmp_path / "site"
     subprocess.run([*pip, "install", "--no-deps", "--target", site, wheel], check=True)
+    return site
+
+
+def test_the_wheel_installs_policyd_alone_with_its_clients_in_its_namespace(tmp_path: Path) -> None:
+    """No top-level package but policyd's own (a `clients` package would collide with others')."""
+    site = _installed_wheel(tmp_path)
+    packages = {p.name for p in site.iterdir() if p.is_dir() and not p.name.endswith(".dist-info")} - {"bin"}
+    assert packages == {"policyd"}
+    assert (site / "policyd" / "clients" / "renderer" / "engines" / "sglang-pd.yaml").is_file()
+
+
+def test_an_installed_wheel_serves_its_bundled_rules_by_default(tmp_path: Path) -> None:
+    site = _installed_wheel(tmp_path)
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
     where = subprocess.run(
         [sys.executable, "-c", "import policyd.server.main as m; print(m.DEFAULT_RULES)"],

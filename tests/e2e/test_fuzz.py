@@ -176,7 +176,7 @@ def _rss_mb(pid: int) -> int:
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("fuzz")
     daemon = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--catalog", str(CATALOG)]
-    renderer = [sys.executable, "-m", "clients.renderer.main"]
+    renderer = [sys.executable, "-m", "policyd.clients.renderer.main"]
     with (
         started(
             [*daemon, "--log-level", "error", "--listen", "127.0.0.1:0", "--ready-file", str(tmp / "d")], tmp / "d"

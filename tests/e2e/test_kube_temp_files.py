@@ -2,7 +2,7 @@
 kubeconfig's inline certificates and key to temporary files (removed by an atexit handler that a
 daemon ending with exit_now skips) and the dynamic client's discovery cache to $TMPDIR/osrcp-*.json
 (never removed); policyd/kubeconfig.py keeps both in a directory of the process's own, removed
-when it ends."""
+when it ends (the controller's: tests/controller/test_controller_temp_files.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from testkit.cluster import Cluster
 from testkit.shared import REPO, RULES
 from webhook.support import PATHS, admission_review, running_webhook, serving_certs
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 
 
 @pytest.fixture
@@ -55,30 +55,8 @@ def test_policyd_reading_the_cluster_leaves_nothing_in_tmpdir(
 
 
 def test_policyctl_reading_the_cluster_leaves_nothing_in_tmpdir(kube_cluster: Cluster, private_tmpdir: Path) -> None:
-    command = [sys.executable, "-m", "clients.policyctl.main", "explain", "--isvc", "nowhere", "-n", "default"]
+    command = [sys.executable, "-m", "policyd.clients.policyctl.main", "explain", "--isvc", "nowhere", "-n", "default"]
     command += ["--kubeconfig", str(kube_cluster.kubeconfig)]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.stderr.startswith('Error from server (NotFound): inferenceservices.ome.io "nowhere" not found')
-    assert os.listdir(private_tmpdir) == []
-
-
-DISCOVERS = """
-import sys
-from kubernetes import client, dynamic
-from policyd.exiting import exit_now
-from policyd.kubeconfig import discovery_cache, load_configuration
-
-load_configuration(sys.argv[1])
-resources = dynamic.DynamicClient(client.ApiClient(), cache_file=discovery_cache()).resources
-resources.get(api_version="ome.io/v1beta1", kind="ClusterServingRuntime")
-exit_now(0)
-"""
-
-
-def test_the_dynamic_clients_discovery_cache_goes_with_the_process(kube_cluster: Cluster, private_tmpdir: Path) -> None:
-    """What the controller's dynamic client does (its default cache is $TMPDIR/osrcp-*.json)."""
-    done = subprocess.run(
-        [sys.executable, "-c", DISCOVERS, str(kube_cluster.kubeconfig)], cwd=REPO, capture_output=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
     assert os.listdir(private_tmpdir) == []

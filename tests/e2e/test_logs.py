@@ -9,7 +9,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from clients.policyctl.conformance.daemons import wait_serving
+from policyd.clients.policyctl.conformance.daemons import wait_serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb

@@ -16,8 +16,8 @@ from pathlib import Path
 import grpc
 from testkit.llama import model_manifest
 
-from clients.channels import target_of
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.channels import target_of
+from policyd.clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb

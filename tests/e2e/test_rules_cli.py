@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.policyctl.conformance.daemons import StartError, serving
+from policyd.clients.policyctl.conformance.daemons import StartError, serving
 from policyd.policy.loader import load_policy
 
 from .support import RULES, last_line, no_traceback, policyctl

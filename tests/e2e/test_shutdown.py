@@ -17,7 +17,7 @@ from .support import RULES
     ("module", "args"),
     [
         ("policyd.server.main", ["--rules", str(RULES), "--listen", "127.0.0.1:0"]),
-        ("clients.renderer.main", ["--listen", "unix:{tmp}/render.sock"]),
+        ("policyd.clients.renderer.main", ["--listen", "unix:{tmp}/render.sock"]),
     ],
 )
 def test_sigterm_stops_the_process_with_exit_code_zero(module: str, args: list[str], tmp_path: Path) -> None:

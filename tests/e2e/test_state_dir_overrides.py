@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 
 from .support import RULES, policyctl, spec_manifest, succeeded, write_yaml
 

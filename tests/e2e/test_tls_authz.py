@@ -25,7 +25,7 @@ from policyd.contract import resources_pb2 as rpb
 from .support import RULES, RUNTIME_NAME, isvc_manifest, model_manifest, policyctl, spec_manifest, started, write_yaml
 
 DAEMON = [sys.executable, "-m", "policyd.server.main"]
-RENDERER = [sys.executable, "-m", "clients.renderer.main"]
+RENDERER = [sys.executable, "-m", "policyd.clients.renderer.main"]
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from testkit.certs import CA, Pair
 from testkit.ports import free_port
 
-from clients.channels import Connection
+from policyd.clients.channels import Connection
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 

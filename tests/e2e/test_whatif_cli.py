@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 
 from .support import (
     MODEL_NAME,

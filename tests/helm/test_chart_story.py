@@ -42,7 +42,7 @@ from testkit.cluster import Cluster, add_gpu_nodes
 from testkit.helm import CHART, helm
 from testkit.shared import REPO
 
-from clients.renderer.names import model_node_label
+from policyd.clients.renderer.names import model_node_label
 
 from .pods import Pod, Pods
 

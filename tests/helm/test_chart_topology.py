@@ -20,7 +20,7 @@ import yaml
 from cryptography import x509
 from testkit.helm import render
 
-from clients import channels
+from policyd.clients import channels
 
 CERT_MANAGER = "cert-manager.io/v1"
 WITH_CERT_MANAGER = {"certManager": {"enabled": True}}
@@ -259,7 +259,7 @@ def test_the_controller_runs_as_2_replicas_one_leading_with_the_renderer_beside_
     pod, controller = container_of("policy-controller", "controller")
     _, renderer = container_of("policy-controller", "renderer")
     assert pod["serviceAccountName"] == "policy-controller"
-    # the Lease in the pod's namespace (clients/controller/leader.py reads POD_NAMESPACE)
+    # the Lease in the pod's namespace (policyd/clients/controller/leader.py reads POD_NAMESPACE)
     assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in controller[
         "env"
     ]

@@ -27,8 +27,8 @@ from testkit.helm import objects, rbac, render, template
 from testkit.shared import RULES
 from webhook.support import PATHS, admission_review, running_webhook, serving_certs
 
-from clients import channels
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients import channels
+from policyd.clients.policyctl.conformance.daemons import serving
 
 NAMESPACE, SERVICE_ACCOUNT = "ome", "policy-webhook"
 CERT_MANAGER = "cert-manager.io/v1"
@@ -130,7 +130,7 @@ def test_two_replicas_serve_and_a_drain_takes_one_at_a_time() -> None:
 
 def test_the_webhook_balances_over_policyds_ready_replicas_by_the_headless_services_name() -> None:
     """dns:/// on policyd's headless Service: every ready replica the name resolves to, round_robin
-    over those whose gRPC health says SERVING (clients/channels.py)."""
+    over those whose gRPC health says SERVING (policyd/clients/channels.py)."""
     (deployment,) = by_kind("Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     (address,) = [arg.removeprefix("--policyd=") for arg in container["args"] if arg.startswith("--policyd=")]

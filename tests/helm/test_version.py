@@ -14,7 +14,7 @@ import pytest
 import yaml
 from testkit.shared import REPO, RULES
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
 COMMANDS = ("policyd", "policyctl", "policy-render", "policy-controller", "policy-webhook")

@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 from testkit.shared import RULES
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 

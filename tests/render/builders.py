@@ -8,8 +8,8 @@ from typing import Any
 
 from testkit.shared import RULES
 
-from clients.renderer.render import RenderInput, RenderResult, render
 from policyd.catalog.snapshot import Catalog
+from policyd.clients.renderer.render import RenderInput, RenderResult, render
 from policyd.decision.orchestrator import effective
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_runtime

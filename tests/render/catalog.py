@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from clients.renderer.render import RenderInput
+from policyd.clients.renderer.render import RenderInput
 
 from .builders import render_input
 from .shared_data import catalog_runtimes

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from clients.renderer.accelerator import PP_FLAGS, TP_FLAGS, apply_accelerator_config
-from clients.renderer.flags import Flag, parse_flags, set_flag
+from policyd.clients.renderer.accelerator import PP_FLAGS, TP_FLAGS, apply_accelerator_config
+from policyd.clients.renderer.flags import Flag, parse_flags, set_flag
 
 from .builders import container, env, make_isvc, make_runtime, of_kind, only, run, runner
 

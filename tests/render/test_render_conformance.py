@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from clients.policyctl.conformance.paths import check
-from clients.renderer.render import RenderInput, render
+from policyd.clients.policyctl.conformance.paths import check
+from policyd.clients.renderer.render import RenderInput, render
 
 from .builders import UID, render_input
 from .schemas import schema_errors

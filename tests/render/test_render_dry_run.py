@@ -13,7 +13,7 @@ from kubernetes import dynamic
 from kubernetes.dynamic.exceptions import DynamicApiError
 from testkit.cluster import Cluster
 
-from clients.renderer.render import RenderInput, render
+from policyd.clients.renderer.render import RenderInput, render
 
 from .builders import UID, make_isvc, make_runtime, render_input
 from .catalog import catalog_inputs

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clients.renderer.environment import set_model_path, set_parallelism
+from policyd.clients.renderer.environment import set_model_path, set_parallelism
 
 from .builders import MODEL_PATH, container, env, make_isvc, make_runtime, of_kind, only, run, runner
 

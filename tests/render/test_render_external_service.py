@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.renderer.external_service import external_service
+from policyd.clients.renderer.external_service import external_service
 
 
 def _isvc(

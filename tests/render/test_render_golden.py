@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clients.renderer.render import RenderInput, render
+from policyd.clients.renderer.render import RenderInput, render
 
 from .builders import UID, render_input
 from .schemas import schema_errors

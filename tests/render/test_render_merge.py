@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from clients.renderer.merge import fold_into_parts, merge_component
+from policyd.clients.renderer.merge import fold_into_parts, merge_component
 
 from .builders import container, make_isvc, make_runtime, only, run, runner
 

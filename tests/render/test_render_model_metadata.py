@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from clients.renderer.names import model_node_label
-from clients.renderer.render import render
+from policyd.clients.renderer.names import model_node_label
+from policyd.clients.renderer.render import render
 
 from .builders import make_isvc, make_model, make_runtime, only, render_input, runner
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clients.renderer.placeholders import fill_container, fill_text
+from policyd.clients.renderer.placeholders import fill_container, fill_text
 
 from .builders import container, env, make_isvc, make_runtime, only, run, runner
 from .shared_data import catalog_runtimes

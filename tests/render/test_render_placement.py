@@ -12,8 +12,8 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.renderer.names import model_node_label
-from clients.renderer.service import RendererServicer
+from policyd.clients.renderer.names import model_node_label
+from policyd.clients.renderer.service import RendererServicer
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import render_pb2, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from clients.renderer.render import RenderInput, render
+from policyd.clients.renderer.render import RenderInput, render
 from policyd.semantics.modes import EffectiveMode
 
 from .builders import make_isvc, make_model, make_runtime, runner

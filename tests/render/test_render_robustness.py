@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from clients.renderer.render import render
+from policyd.clients.renderer.render import render
 
 from .catalog import catalog_inputs
 

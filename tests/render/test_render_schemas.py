@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clients.renderer.render import RenderInput, render
+from policyd.clients.renderer.render import RenderInput, render
 
 from .builders import make_isvc, make_runtime, only, render_input, run, runner
 from .catalog import catalog_inputs

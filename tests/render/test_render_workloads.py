@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clients.renderer.names import truncated
+from policyd.clients.renderer.names import truncated
 
 from .builders import UID, container, make_isvc, make_runtime, of_kind, only, run, runner
 

@@ -24,7 +24,7 @@ from testkit.cluster import Cluster
 from webhook.cluster_support import Kubectl, closed_port, registered, registrations
 from webhook.support import running_webhook, serving_certs, unreachable_kubeconfig
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 
@@ -307,7 +307,7 @@ def test_an_accelerator_class_applied_just_before_the_runtime_that_names_it_is_r
 def test_the_controller_pushes_nothing_to_replicas_that_watch_and_decides_on_what_it_has_seen(
     trio: list[Replica], kube_cluster: Cluster, tmp_path: Path
 ) -> None:
-    with serving("clients.renderer.main", [], "unix:{tmp}/render.sock") as renderer:
+    with serving("policyd.clients.renderer.main", [], "unix:{tmp}/render.sock") as renderer:
         world = World(kube_cluster, ",".join(r.address for r in trio), renderer, "replicas-controller", tmp_path)
         try:
             with running(world) as controller:
@@ -336,7 +336,7 @@ def test_the_controller_pushes_nothing_to_replicas_that_watch_and_decides_on_wha
 
 def policyctl(target: Replica, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "clients.policyctl.main", "--address", target.address, *args],
+        [sys.executable, "-m", "policyd.clients.policyctl.main", "--address", target.address, *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from clients.channels import AddressError, target_of
+from policyd.clients.channels import AddressError, target_of
 
 
 @pytest.mark.parametrize(

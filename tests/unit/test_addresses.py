@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from clients.channels import AddressError, target_of
+from policyd.clients.channels import AddressError, target_of
 
 
 def test_one_address_is_the_target_as_written() -> None:

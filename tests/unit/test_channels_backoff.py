@@ -13,7 +13,7 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from testkit.relay import Relay
 
-from clients import channels
+from policyd.clients import channels
 
 BACK_WITHIN = 6.0  # seconds: the options allow about 2 (an attempt's deadline); gRPC's defaults, 20
 

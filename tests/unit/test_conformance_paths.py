@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from clients.policyctl.conformance.paths import MISSING, Step, check, parse, resolve
+from policyd.clients.policyctl.conformance.paths import MISSING, Step, check, parse, resolve
 
 WORKLOAD: dict[str, Any] = {
     "metadata": {

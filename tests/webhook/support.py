@@ -159,7 +159,16 @@ def unreachable_kubeconfig(path: Path) -> Path:
 
 
 def webhook_command(policyd: str, cert_dir: Path, *flags: str) -> list[str]:
-    return [sys.executable, "-m", "clients.webhook.main", "--policyd", policyd, "--cert-dir", str(cert_dir), *flags]
+    return [
+        sys.executable,
+        "-m",
+        "policyd.clients.webhook.main",
+        "--policyd",
+        policyd,
+        "--cert-dir",
+        str(cert_dir),
+        *flags,
+    ]
 
 
 @contextmanager

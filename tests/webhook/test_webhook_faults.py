@@ -27,8 +27,8 @@ from cryptography.x509.oid import NameOID
 from testkit.relay import Relay
 from testkit.shared import RULES
 
-from clients.policyctl.conformance.daemons import serving
-from clients.webhook.connections import MAX_CONNECTIONS, REQUEST_READ_TIMEOUT
+from policyd.clients.policyctl.conformance.daemons import serving
+from policyd.clients.webhook.connections import MAX_CONNECTIONS, REQUEST_READ_TIMEOUT
 
 from .support import (
     PATHS,

@@ -26,7 +26,7 @@ from e2e.support import started
 from testkit.ports import free_port
 from testkit.shared import RULES
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb

@@ -35,7 +35,7 @@ from kubernetes.client.exceptions import ApiException
 from testkit.cluster import Cluster
 from testkit.shared import CATALOG, REPO, RULES, SPEC, spec_manifest
 
-from clients.policyctl.conformance.daemons import serving
+from policyd.clients.policyctl.conformance.daemons import serving
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 
@@ -131,7 +131,7 @@ def stack(kube_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> It
         policyd = stack.enter_context(
             serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "warning"], "127.0.0.1:0")
         )
-        renderer = stack.enter_context(serving("clients.renderer.main", [], "unix:{tmp}/render.sock"))
+        renderer = stack.enter_context(serving("policyd.clients.renderer.main", [], "unix:{tmp}/render.sock"))
         world = World(kube_cluster, policyd, renderer, namespace=NAMESPACE, tmp=tmp)
         with contextlib.suppress(ApiException):
             world.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=DOWN_NAMESPACE)))
