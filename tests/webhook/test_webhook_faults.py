@@ -73,7 +73,7 @@ def test_reviews_are_admitted_within_seconds_of_policyd_coming_back(certs: Certs
         relay.forward()
         back = time.monotonic()
         while not client.post(f"{ISVC}?timeout=2s", admission_review(named_isvc())).response["allowed"]:
-            assert time.monotonic() - back < 6, "still denied 6 s after policyd came back"
+            assert time.monotonic() - back < 10, "still denied 10 s after policyd came back"  # gRPC alone: 20 s
             time.sleep(0.05)
 
 
