@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from policyd.contract import policy_pb2 as pb
@@ -41,23 +42,13 @@ from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = {
-    "apiVersion": "ome.io/v1beta1",
-    "kind": "ClusterBaseModel",
-    "metadata": {"name": "llama-3-2-3b-instruct"},
-    "spec": {
-        "modelFormat": {"name": "safetensors", "version": "1.0.0"},
-        "modelFramework": {"name": "transformers", "version": "4.45.0.dev0"},
-        "modelArchitecture": "LlamaForCausalLM",
-        "modelParameterSize": "3B",
-    },
-}
-ISVC = {
-    "apiVersion": "ome.io/v1beta1",
-    "kind": "InferenceService",
-    "metadata": {"name": "llama", "namespace": "llama-demo"},
-    "spec": {"model": {"name": "llama-3-2-3b-instruct"}, "engine": {"minReplicas": 1}},
-}
+EXAMPLES = ROOT / "examples"
+MODEL = next(
+    doc
+    for doc in yaml.safe_load_all((EXAMPLES / "catalog/models.yaml").read_text())
+    if doc["metadata"]["name"] == "llama-3-2-3b-instruct"
+)
+ISVC = yaml.safe_load((EXAMPLES / "inferenceservices/llama-3-2-3b.yaml").read_text())
 
 
 def entry(priority: int) -> dict[str, Any]:

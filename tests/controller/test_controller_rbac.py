@@ -6,7 +6,6 @@ replicas running with theirs, balancing its calls over them, and is never refuse
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import copy
 import re
@@ -15,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
-import yaml
 from kubernetes import client, config, dynamic
 from kubernetes.client.exceptions import ApiException
 from testkit.cluster import Cluster
@@ -51,28 +49,6 @@ def apply_rbac(api: client.ApiClient) -> None:
 def ensure_namespace(api: client.ApiClient, name: str) -> None:
     with contextlib.suppress(ApiException):  # 409: there already
         client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-
-
-def token_kubeconfig(cluster: Cluster, api: client.ApiClient, namespace: str, account: str, path: Path) -> Path:
-    """A kubeconfig with a bound token of the ServiceAccount, as a pod gets one."""
-    request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
-    token = client.CoreV1Api(api).create_namespaced_service_account_token(account, namespace, request).status.token
-    admin = yaml.safe_load(cluster.kubeconfig.read_text())
-    ca = admin["clusters"][0]["cluster"]["certificate-authority-data"]
-    assert base64.b64decode(ca)
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "test", "cluster": {"server": cluster.server, "certificate-authority-data": ca}}],
-                "users": [{"name": account, "user": {"token": token}}],
-                "contexts": [{"name": "sa", "context": {"cluster": "test", "user": account}}],
-                "current-context": "sa",
-            }
-        )
-    )
-    return path
 
 
 def allowed(api: client.ApiClient, account: str, verb: str, resource: str, namespace: str = "") -> bool:
@@ -175,8 +151,8 @@ def test_policyds_service_account_may_list_and_watch_the_six_ome_kinds_and_nothi
             client.CoreV1Api(api).create_namespaced_service_account(
                 BASELINE[0], client.V1ServiceAccount(metadata=client.V1ObjectMeta(name=BASELINE[1]))
             )
-        policyd = token_kubeconfig(kube_cluster, api, NAMESPACE, POLICYD, tmp_path / "policyd.kubeconfig")
-        baseline = token_kubeconfig(kube_cluster, api, *BASELINE, tmp_path / "baseline.kubeconfig")
+        policyd = kube_cluster.token_kubeconfig(NAMESPACE, POLICYD, tmp_path / "policyd.kubeconfig")
+        baseline = kube_cluster.token_kubeconfig(*BASELINE, tmp_path / "baseline.kubeconfig")
         expected = {(OME_GROUP, resource, verb, ()) for resource in SIX_KINDS for verb in ("list", "watch")}
         for namespace in (NAMESPACE, "default", BASELINE[0]):
             (mine, my_paths), (anyone, any_paths) = rules_of(policyd, namespace), rules_of(baseline, namespace)
@@ -197,7 +173,7 @@ def test_policyd_lists_and_watches_the_cluster_with_exactly_the_shipped_rbac(
     model["metadata"]["name"] = "rbac-watched-model"
     try:
         apply_rbac(api)
-        kubeconfig = token_kubeconfig(kube_cluster, api, NAMESPACE, POLICYD, tmp_path / "policyd.kubeconfig")
+        kubeconfig = kube_cluster.token_kubeconfig(NAMESPACE, POLICYD, tmp_path / "policyd.kubeconfig")
         with policyd_replicas(kubeconfig, 1) as [(address, _)]:
             synced = eventually(lambda: watching(address), timeout=60, what="every kind listed and watched")
             assert synced.catalog_source == "cluster"
@@ -239,8 +215,8 @@ def test_the_controller_does_its_whole_job_with_exactly_the_shipped_rbac_balanci
     with its own and dials every replica (the comma-separated form of what the headless Service's
     name resolves to); it pushes nothing, and both replicas answer its calls."""
     apply_rbac(world.api)
-    kubeconfig = token_kubeconfig(world.cluster, world.api, NAMESPACE, CONTROLLER, world.tmp / "controller.kubeconfig")
-    policyd = token_kubeconfig(world.cluster, world.api, NAMESPACE, POLICYD, world.tmp / "policyd.kubeconfig")
+    kubeconfig = world.cluster.token_kubeconfig(NAMESPACE, CONTROLLER, world.tmp / "controller.kubeconfig")
+    policyd = world.cluster.token_kubeconfig(NAMESPACE, POLICYD, world.tmp / "policyd.kubeconfig")
     unsupported = copy.deepcopy(named_runtime())
     unsupported["spec"]["supportedModelFormats"][0]["modelArchitecture"] = "Qwen2ForCausalLM"
     unsupported["spec"]["decoderConfig"] = copy.deepcopy(unsupported["spec"]["engineConfig"])

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from testkit.cluster import Cluster
 from testkit.ports import free_port
 
@@ -63,25 +62,6 @@ def volume_files(cluster: Cluster, namespace: str, volume: Mapping[str, Any]) ->
     if kind == "secret":
         return {k: base64.b64decode(v) for k, v in obj["data"].items()}
     return {k: v.encode() for k, v in obj["data"].items()}
-
-
-def service_account_kubeconfig(cluster: Cluster, namespace: str, account: str, path: Path) -> Path:
-    """What a pod of the service account reads its API server with: a token of the account."""
-    token = cluster.kubectl("create", "token", account, "-n", namespace, "--duration=1h").stdout.strip()
-    admin = yaml.safe_load(cluster.kubeconfig.read_text())
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "in-cluster", "cluster": admin["clusters"][0]["cluster"]}],
-                "users": [{"name": account, "user": {"token": token}}],
-                "contexts": [{"name": account, "context": {"cluster": "in-cluster", "user": account}}],
-                "current-context": account,
-            }
-        )
-    )
-    return path
 
 
 @dataclass
@@ -164,9 +144,7 @@ class Pods:
             pod.volumes[volume["name"]] = pod.root / "volumes" / volume["name"]
             pod.volumes[volume["name"]].mkdir(parents=True)
         pod.project(self.cluster, instead)
-        kubeconfig = service_account_kubeconfig(
-            self.cluster, self.namespace, spec["serviceAccountName"], pod.root / "kubeconfig"
-        )
+        kubeconfig = self.cluster.token_kubeconfig(self.namespace, spec["serviceAccountName"], pod.root / "kubeconfig")
         for container in [*sidecars(spec), *spec["containers"]]:
             ports = {p["name"]: free_port() for p in container.get("ports", [])}
             env = {

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from testkit.cluster import Cluster
-from testkit.helm import CHART, helm, objects
+from testkit.helm import CHART, helm, objects, webhook_configurations
 from testkit.shared import REPO
 
 RELEASE, NAMESPACE = "policyd", "policyd-life"
@@ -39,12 +39,7 @@ def secrets(cluster: Cluster) -> dict[str, dict[str, str]]:
 
 
 def ca_bundles(cluster: Cluster) -> set[str]:
-    configs = json.loads(
-        cluster.kubectl(
-            "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations", "-l",
-            f"app.kubernetes.io/instance={RELEASE}", "-o", "json",
-        ).stdout
-    )["items"]  # fmt: skip
+    configs = webhook_configurations(cluster, RELEASE)
     return {hook["clientConfig"]["caBundle"] for config in configs for hook in config["webhooks"]}
 
 

@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from testkit.cluster import Cluster, add_gpu_nodes
-from testkit.helm import CHART, helm
+from testkit.helm import CHART, helm, webhook_configurations
 from testkit.shared import REPO
 
 from policyd.clients.renderer.names import model_node_label
@@ -128,12 +128,7 @@ def status(pod: Pod, client: Pod) -> dict[str, Any]:
 def register_locally(cluster: Cluster, webhook: Pod) -> None:
     """Copies of the installed webhook configurations that call the local webhook."""
     port = webhook.containers["webhook"].ports["webhook"]
-    installed = json.loads(
-        cluster.kubectl(
-            "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations", "-l",
-            f"app.kubernetes.io/instance={RELEASE}", "-o", "json",
-        ).stdout
-    )["items"]  # fmt: skip
+    installed = webhook_configurations(cluster, RELEASE)
     assert len(installed) == 4
     for config in installed:
         hooks = []

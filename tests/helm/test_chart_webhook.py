@@ -8,7 +8,6 @@ InferenceService that names them."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import copy
 import json
@@ -176,24 +175,7 @@ def service_account_kubeconfig(cluster: Cluster, api: client.ApiClient, path: Pa
     for doc in rbac("policy-webhook"):
         resource = resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
         resource.server_side_apply(body=doc, field_manager="webhook-deploy-test", force_conflicts=True)
-    request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
-    token = client.CoreV1Api(api).create_namespaced_service_account_token(SERVICE_ACCOUNT, NAMESPACE, request)
-    admin = yaml.safe_load(cluster.kubeconfig.read_text())
-    ca = admin["clusters"][0]["cluster"]["certificate-authority-data"]
-    assert base64.b64decode(ca)
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "test", "cluster": {"server": cluster.server, "certificate-authority-data": ca}}],
-                "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token.status.token}}],
-                "contexts": [{"name": "sa", "context": {"cluster": "test", "user": SERVICE_ACCOUNT}}],
-                "current-context": "sa",
-            }
-        )
-    )
-    return path
+    return cluster.token_kubeconfig(NAMESPACE, SERVICE_ACCOUNT, path)
 
 
 @pytest.fixture

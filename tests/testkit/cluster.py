@@ -22,6 +22,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import yaml
 from kubernetes import client, config, dynamic
 from kubernetes.client.exceptions import ApiException
 
@@ -50,6 +51,24 @@ class Cluster:
     def api(self) -> client.ApiClient:
         """An admin client (system:masters)."""
         return config.new_client_from_config(str(self.kubeconfig))
+
+    def token_kubeconfig(self, namespace: str, account: str, path: Path) -> Path:
+        """A kubeconfig at ``path`` with a bound token of the ServiceAccount, as a pod gets one."""
+        spec = client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600)
+        request = client.AuthenticationV1TokenRequest(spec=spec)
+        token = client.CoreV1Api(self.api()).create_namespaced_service_account_token(account, namespace, request)
+        ca = yaml.safe_load(self.kubeconfig.read_text())["clusters"][0]["cluster"]["certificate-authority-data"]
+        assert base64.b64decode(ca)
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "test", "cluster": {"server": self.server, "certificate-authority-data": ca}}],
+            "users": [{"name": account, "user": {"token": token.status.token}}],
+            "contexts": [{"name": "sa", "context": {"cluster": "test", "user": account}}],
+            "current-context": "sa",
+        }
+        path.write_text(yaml.safe_dump(kubeconfig))
+        return path
 
     def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         """The real kubectl, as a user runs it, with the admin kubeconfig."""

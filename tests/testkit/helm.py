@@ -12,11 +12,14 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from testkit.shared import REPO
+
+if TYPE_CHECKING:
+    from testkit.cluster import Cluster
 
 HELM = REPO / "tests" / "cluster" / "bin" / "helm"
 CHART = REPO / "charts" / "policyd"
@@ -99,3 +102,11 @@ def rbac(*components: str) -> list[dict[str, Any]]:
         for d in render()
         if d["kind"] in RBAC_KINDS and d["metadata"]["labels"]["app.kubernetes.io/name"] in components
     ]
+
+
+def webhook_configurations(cluster: Cluster, release: str) -> list[dict[str, Any]]:
+    """The validating and mutating webhook configurations a release installed, as the cluster has them."""
+    kinds = "validatingwebhookconfigurations,mutatingwebhookconfigurations"
+    listed = cluster.kubectl("get", kinds, "-l", f"app.kubernetes.io/instance={release}", "-o", "json").stdout
+    items: list[dict[str, Any]] = json.loads(listed)["items"]
+    return items

@@ -45,11 +45,6 @@ ISVC = PATHS["inferenceservice"]
 
 
 @pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
-    return serving_certs(tmp_path_factory.mktemp("webhook-certs"))
-
-
-@pytest.fixture(scope="module")
 def policyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     catalog = tmp_path_factory.mktemp("webhook-catalog")
     for i, doc in enumerate((named_runtime(), named_model())):
