@@ -89,6 +89,25 @@ def test_the_api_server_restarting_mid_run_is_ridden_out(world: World) -> None:
         assert controller.proc.poll() is None
 
 
+def _cluster_done_with(world: World, names: tuple[str, ...]) -> bool:
+    """The cluster's controllers have nothing more to say of these InferenceServices' workloads:
+    each Deployment's status is of its generation with both conditions, each of their pods has the
+    scheduler's verdict (readiness reads both; a verdict arriving later is news, not a rewrite)."""
+    for name in names:
+        for (kind, _), item in world.workloads(name).items():
+            if kind != "Deployment":
+                continue
+            status = item.get("status") or {}
+            if status.get("observedGeneration") != item["metadata"]["generation"]:
+                return False
+            if {c["type"] for c in status.get("conditions") or []} < {"Available", "Progressing"}:
+                return False
+        pods = world.core.list_namespaced_pod(world.namespace, label_selector=f"ome.io/inferenceservice={name}").items
+        if not pods or any(not any(c.type == "PodScheduled" for c in (pod.status.conditions or [])) for pod in pods):
+            return False
+    return True
+
+
 def _unchanged_for(world: World, names: tuple[str, ...], seconds: float) -> bool:
     versions = [world.isvc(name)["metadata"]["resourceVersion"] for name in names]
     time.sleep(seconds)
@@ -109,8 +128,9 @@ def test_a_restarted_controller_rewrites_nothing(world: World) -> None:
         eventually(lambda: reason(world, AUTO_ISVC) == "RuntimeResolved", what="RuntimeResolved")
         eventually(lambda: ENGINE in world.workloads(NAMED_ISVC))
         eventually(lambda: world.workloads(AUTO_ISVC), what="the auto-selected workloads")
-        # the first controller done with both: a status written after its workloads is not the
-        # second controller's rewrite
+        # the cluster's controllers, then the first controller, done with both: a status written
+        # after either is not the second controller's rewrite
+        eventually(lambda: _cluster_done_with(world, (NAMED_ISVC, AUTO_ISVC)), what="their workloads settled")
         eventually(lambda: _unchanged_for(world, (NAMED_ISVC, AUTO_ISVC), seconds=1.5), what="both settled")
     before = {name: world.isvc(name)["metadata"]["resourceVersion"] for name in (NAMED_ISVC, AUTO_ISVC)}
     workloads = {k: as_written(v) for n in before for k, v in world.workloads(n).items()}

@@ -112,8 +112,8 @@ def test_an_engine_deployment_deleted_by_hand_is_back_within_10_seconds(world: W
             )  # fmt: skip
             return shown.returncode == 0 and shown.stdout not in ("", uid)
 
-        # within seconds, not at the next audit; a loaded machine given its margin
-        eventually(recreated, timeout=30, what="the engine Deployment applied again")
+        # seed 002's story: back within 10 s (by its watch, not at the next audit)
+        eventually(recreated, timeout=10, what="the engine Deployment applied again")
         cluster.kubectl(
             "wait", "--for=condition=Ready", f"inferenceservice/{NAMED_ISVC}", "-n", "llama-demo", "--timeout=120s"
         )

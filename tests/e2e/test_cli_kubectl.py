@@ -68,7 +68,10 @@ def _waiting_for_stdin(pid: int) -> bool:
 
 def test_ctrl_c_exits_130_without_a_traceback(daemon: str) -> None:
     cmd = [sys.executable, "-m", "policyd.clients.policyctl.main", "--address", daemon, "select", "-f", "-"]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT below prints where it hangs, should it
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     try:
         # waiting for the manifest on stdin, which never comes
         deadline = time.monotonic() + 60
@@ -78,7 +81,12 @@ def test_ctrl_c_exits_130_without_a_traceback(daemon: str) -> None:
         proc.send_signal(signal.SIGINT)
         # stdin stays open until it exits: communicate() would close it, and an end of input that
         # wins the race with the signal is no manifest (exit 1), not Ctrl-C
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            signals = [line for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines() if "Sig" in line]
+            proc.send_signal(signal.SIGABRT)
+            raise AssertionError(f"no exit 30 s after SIGINT: {signals}\n{proc.communicate()[1].decode()}") from None
         _, stderr = proc.communicate()
     finally:
         if proc.poll() is None:
