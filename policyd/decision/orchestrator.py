@@ -179,7 +179,7 @@ def _subject(catalog: Catalog, isvc: InferenceService, mode: str = "v1.3") -> Su
     ref = isvc.model
     model = catalog.models.get(make_key(ref.kind, isvc.meta.namespace, ref.name)) if ref else None
     named = lookup(catalog, isvc, mode) is not None if isvc.runtime else False
-    return Subject(isvc.meta.namespace, isvc, model, ref, named)
+    return Subject(isvc.meta.namespace, isvc, model, ref, named, catalog.classes())
 
 
 def _admission(revision: Revision, subject: Subject, base: Record) -> list[Refusal]:
@@ -392,7 +392,7 @@ def explain_model(
 ) -> Explanation:
     """As ``kubectl ome runtime explain --model``: no InferenceService, so no mode or accelerator request."""
     model = catalog.models.get(make_key(ref.kind, namespace, ref.name))
-    subject = Subject(namespace, None, model, ref)
+    subject = Subject(namespace, None, model, ref, accelerators=catalog.classes())
     base = subject_record(subject)
     if model is None:
         raise _missing_model(_admission(revision, subject, base), ref, "model.name")
