@@ -407,11 +407,14 @@ def _explain(
     return Explanation(model, format_label(model), scope, verdicts, kept)
 
 
-def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Resolution:
+def resolve(
+    catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3", fast: bool = False
+) -> Resolution:
+    """``fast`` judges the named runtime once per shape of request, as Decide and Admit do."""
     if isvc.runtime is None and isvc.model is not None:
         raise InvalidInput("spec.runtime.name", "is required to resolve a named runtime (use Select otherwise)")
     subject, base, refusals = review(catalog, isvc, revision, mode)
-    return resolve_reviewed(revision, catalog, subject, base, refusals, mode)
+    return resolve_reviewed(revision, catalog, subject, base, refusals, mode, fast=fast)
 
 
 def review(

@@ -3,9 +3,11 @@ snapshots changed incrementally) answers exactly as the plain path, which judges
 in scope: the OME catalog and synthetic ones (tests/testkit/synthetic.py), every model x every
 InferenceService shape, Select and Explain (of an InferenceService and of a model alone), in
 the basic and the full view, Effective and Admit (also of InferenceServices naming runtimes,
-under two names each, asked twice), compared as encoded responses; with the bundled
-rules, with rules that test fields no bundled rule tests, and with the example organisation
-policies (labels, images, points)."""
+under two names each, asked twice, and Resolve of those), compared as encoded responses; with
+the bundled rules, with rules that test fields no bundled rule tests, and with the example
+organisation policies (labels, images, points); and with a rule reading a fact of the catalog
+(the GPU memory of a runtime's AcceleratorClasses) before and after that AcceleratorClass is
+edited."""
 
 from __future__ import annotations
 
@@ -94,7 +96,7 @@ NAMED_SAMPLE = 40  # runtimes named, spread over the catalog
 
 
 def _named_requests(catalog: Catalog) -> Iterator[tuple[str, Message]]:
-    """Admit of InferenceServices naming runtimes of ``catalog``, of each model, in namespaces
+    """Admit and Resolve of InferenceServices naming runtimes of ``catalog``, of each model, in namespaces
     the rules tell apart, each under two names and asked twice (a named runtime's verdict is
     kept by the shape of request, not by its name)."""
     keys = sorted(catalog.runtimes)
@@ -105,8 +107,10 @@ def _named_requests(catalog: Catalog) -> Iterator[tuple[str, Message]]:
                     spec = {"model": {"name": model["metadata"]["name"]}, "runtime": {"name": runtime, "kind": kind}}  # type: ignore[index]
                     doc = {"kind": "InferenceService", "metadata": {"name": name, "namespace": namespace}}
                     doc["spec"] = {**spec, "engine": {"minReplicas": 1}}
-                    label = f"Admit {name} in {namespace} naming {kind} {runtime}"
-                    yield label, pb.AdmitRequest(object=rpb.Object(manifest=json.dumps(doc)))
+                    label = f"{name} in {namespace} naming {kind} {runtime}"
+                    yield f"Admit {label}", pb.AdmitRequest(object=rpb.Object(manifest=json.dumps(doc)))
+                    given = rpb.InferenceServiceInput(manifest=json.dumps(doc))
+                    yield f"Resolve {label}", pb.ResolveRequest(inference_service=given)
 
 
 def _answer(servicer: PolicyServicer, request: Message, revision: Revision, catalog: Catalog) -> bytes:
@@ -115,6 +119,7 @@ def _answer(servicer: PolicyServicer, request: Message, revision: Revision, cata
         pb.ExplainRequest: servicer._explain,
         pb.EffectiveRequest: servicer._effective,
         pb.AdmitRequest: servicer._admit,
+        pb.ResolveRequest: servicer._resolve,
     }[type(request)]
     answer = handler(request, revision, catalog, FieldCheck())  # type: ignore[operator]
     message = answer.message() if isinstance(answer, Encoded) else answer
@@ -241,6 +246,10 @@ def _gpu_requests() -> Iterator[tuple[str, Message]]:
         pb.EffectiveRequest(inference_service=rpb.InferenceServiceInput(manifest=json.dumps(named))),
     )
     yield "Admit naming srt-a", pb.AdmitRequest(object=rpb.Object(manifest=json.dumps(named)))
+    yield (
+        "Resolve naming srt-a",
+        pb.ResolveRequest(inference_service=rpb.InferenceServiceInput(manifest=json.dumps(named))),
+    )
 
 
 def test_an_accelerator_class_edited_changes_the_fast_paths_answers_as_the_plain_paths(
