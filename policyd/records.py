@@ -44,6 +44,14 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     ADMIT_PAIR: (RUNTIME, ADMIT_RUNTIME, ADMIT_PAIR),
 }
 _EMPTY: dict[str, Any] = {STR: "", BOOL: False, INT: 0}
+# What a fact reads, beside the subject of its scope: the request (the InferenceService and the
+# model it names), the runtime judged (its entries and components; a relational field reads the
+# request too), or the catalog (objects other than those: AcceleratorClasses, other runtimes).
+# Kept verdicts are keyed by what their facts read (decision/shared.py): a runtime fact read from
+# the catalog keys them by the AcceleratorClasses' revision, the only catalog objects a
+# decision's subject carries (facts/derive.py).
+FROM_REQUEST, FROM_RUNTIME, FROM_CATALOG = "request", "runtime", "catalog"
+SOURCES = (FROM_REQUEST, FROM_RUNTIME, FROM_CATALOG)
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,15 @@ class Field:
     # a runtime or entry field that depends on the request or its model too (not on the
     # runtime or its entry alone); intrinsic fields can be indexed before any request
     relational: bool = False
+    # what it reads (SOURCES): declared by every field, none assumed
+    source: str = field(kw_only=True)
+
+    @property
+    def intrinsic(self) -> bool:
+        """A runtime or entry field that depends on the runtime or its entry alone: neither
+        relational nor read from the catalog (what an index, a lint record or the catalog's own
+        refusals may read before any request)."""
+        return not self.relational and self.source != FROM_CATALOG
 
     @property
     def neutral_value(self) -> Any:

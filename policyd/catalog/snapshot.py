@@ -75,12 +75,33 @@ _MAP_OF = {
 
 
 @dataclass(frozen=True)
+class AcceleratorClasses:
+    """The catalog's AcceleratorClasses by name, and their revision: what a fact read from the
+    catalog reads, and what verdicts judged from such a fact are kept by (decision/shared.py)."""
+
+    by_name: Mapping[str, AcceleratorClass]
+    revision: str
+
+    @staticmethod
+    def of(catalog: Catalog) -> AcceleratorClasses:
+        classes = catalog.accelerator_classes.values()
+        return AcceleratorClasses({c.meta.name: c for c in classes}, revision_of(classes))
+
+    def derive(self, catalog: Catalog, changes: Changes) -> AcceleratorClasses | None:
+        """Carried over while no AcceleratorClass changes."""
+        return None if any(key[0] == ACCELERATOR_CLASS_KIND for key in changes) else self
+
+
+NO_ACCELERATOR_CLASSES = AcceleratorClasses({}, revision_of(()))
+
+
+@dataclass(frozen=True)
 class Catalog:
     revision: str
     runtimes: Mapping[Key, ServingRuntime]
     models: Mapping[Key, BaseModel]
-    # not read by decisions: the InferenceServices a controller synced (what-if's subjects) and the
-    # AcceleratorClasses (what lint checks accelerator class names against)
+    # not read by decisions: the InferenceServices a controller synced (what-if's subjects); the
+    # AcceleratorClasses, what lint checks accelerator class names against and catalog facts read
     inference_services: Mapping[Key, InferenceService] = field(default_factory=dict)
     accelerator_classes: Mapping[Key, AcceleratorClass] = field(default_factory=dict)
     total: int = 0  # the revision's sum
@@ -180,6 +201,10 @@ class Catalog:
         if value is None:
             value = self._derived[name] = build(self)
         return value
+
+    def classes(self) -> AcceleratorClasses:
+        """The AcceleratorClasses by name, once per snapshot while none changes."""
+        return self.derived(("accelerator classes",), AcceleratorClasses.of)
 
     def in_scope(self, namespace: str) -> tuple[ServingRuntime, ...]:
         """The runtimes an InferenceService in ``namespace`` may use: its namespace's

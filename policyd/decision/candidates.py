@@ -41,7 +41,7 @@ Constraints = dict[str, tuple[Constraint, ...]]
 
 def _indexable(name: str) -> bool:
     spec = FIELDS[name]
-    return spec.scope in (RUNTIME, ENTRY) and not spec.relational and spec.type != LIST
+    return spec.scope in (RUNTIME, ENTRY) and spec.intrinsic and spec.type != LIST
 
 
 def _holds(constraints: Constraints, record: Mapping[str, Any]) -> bool:

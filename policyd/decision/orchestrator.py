@@ -179,7 +179,7 @@ def _subject(catalog: Catalog, isvc: InferenceService, mode: str = "v1.3") -> Su
     ref = isvc.model
     model = catalog.models.get(make_key(ref.kind, isvc.meta.namespace, ref.name)) if ref else None
     named = lookup(catalog, isvc, mode) is not None if isvc.runtime else False
-    return Subject(isvc.meta.namespace, isvc, model, ref, named)
+    return Subject(isvc.meta.namespace, isvc, model, ref, named, catalog.classes())
 
 
 def _admission(revision: Revision, subject: Subject, base: Record) -> list[Refusal]:
@@ -392,7 +392,7 @@ def explain_model(
 ) -> Explanation:
     """As ``kubectl ome runtime explain --model``: no InferenceService, so no mode or accelerator request."""
     model = catalog.models.get(make_key(ref.kind, namespace, ref.name))
-    subject = Subject(namespace, None, model, ref)
+    subject = Subject(namespace, None, model, ref, accelerators=catalog.classes())
     base = subject_record(subject)
     if model is None:
         raise _missing_model(_admission(revision, subject, base), ref, "model.name")
@@ -407,11 +407,14 @@ def _explain(
     return Explanation(model, format_label(model), scope, verdicts, kept)
 
 
-def resolve(catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3") -> Resolution:
+def resolve(
+    catalog: Catalog, isvc: InferenceService, revision: Revision, mode: str = "v1.3", fast: bool = False
+) -> Resolution:
+    """``fast`` judges the named runtime once per shape of request, as Decide and Admit do."""
     if isvc.runtime is None and isvc.model is not None:
         raise InvalidInput("spec.runtime.name", "is required to resolve a named runtime (use Select otherwise)")
     subject, base, refusals = review(catalog, isvc, revision, mode)
-    return resolve_reviewed(revision, catalog, subject, base, refusals, mode)
+    return resolve_reviewed(revision, catalog, subject, base, refusals, mode, fast=fast)
 
 
 def review(

@@ -7,7 +7,10 @@ runtimes with one shape and equal values of the metadata facts that matter get t
 verdict. Which facts matter is read from the compiled rules: the fields runtime and entry rules
 test, and those their reasons print. On the request's side, the same goes for the facts those
 rules test or print, the model, and the InferenceService but for its name and namespace (which
-count only as those facts).
+count only as those facts). A runtime or entry fact read from the catalog (its source, see
+records.py) depends on more than the runtime's shape: on the AcceleratorClasses, which a
+decision's subject carries (facts/derive.py). When the rules test or print one, the request
+key holds the AcceleratorClasses' revision, so an edited AcceleratorClass is judged anew.
 
 A metadata fact that rules only print (the runtime's name, in a reason) keys a verdict only
 when one of its checks or advisories prints it: a shape is judged once, and its runtimes are
@@ -42,7 +45,7 @@ from policyd.memo import Lru
 from policyd.policy.model import Group, Policy, Rule
 from policyd.policy.outcomes import Check
 from policyd.policy.templates import placeholders
-from policyd.records import ENTRY, MODEL, REQUEST, RUNTIME, Record
+from policyd.records import ENTRY, FROM_CATALOG, MODEL, REQUEST, RUNTIME, Record
 from policyd.resources.objects import ServingRuntime
 
 KEPT_VERDICTS = 60_000  # across request keys; verdicts that say the same are one object
@@ -112,6 +115,17 @@ def fields_that_matter(policy: Policy) -> RelevantFields:
     return RelevantFields(tested, frozenset().union(*prints.values()), prints)
 
 
+def reads_catalog(facts: Iterable[str]) -> bool:
+    """Whether some runtime or entry fact among ``facts`` is read from the catalog (a request
+    or model fact's value is in the request key already)."""
+    return any(FIELDS[f].source == FROM_CATALOG and FIELDS[f].scope not in (REQUEST, MODEL) for f in facts)
+
+
+def catalog_read(subject: Subject, reads: bool) -> str:
+    """What a kept verdict's catalog facts read, when ``reads``: the AcceleratorClasses' revision."""
+    return subject.accelerators.revision if reads else ""
+
+
 _digest = attrgetter("digest")
 
 
@@ -167,9 +181,10 @@ class SharedVerdicts:
 
     def __init__(self, policy: Policy, bound: int = KEPT_VERDICTS) -> None:
         relevant = fields_that_matter(policy)
-        own = {f for f, spec in FIELDS.items() if spec.scope == RUNTIME and not spec.relational}
+        own = {f for f, spec in FIELDS.items() if spec.scope == RUNTIME and spec.intrinsic}
         request_fields = sorted(f for f in relevant.tested | relevant.printed if FIELDS[f].scope in (REQUEST, MODEL))
         self._request_values = reader(request_fields)
+        self._reads_catalog = reads_catalog(relevant.tested | relevant.printed)
         self._runtime_values = reader(sorted(relevant.tested & own))
         printed_only = (relevant.printed - relevant.tested) & own
         self._prints = {i: printed & printed_only for i, printed in relevant.prints.items() if printed & printed_only}
@@ -192,7 +207,7 @@ class SharedVerdicts:
         # the InferenceService's name and namespace count only as the facts that matter
         isvc = subject.isvc.shape if subject.isvc is not None else ""
         model = subject.model.digest if subject.model else ""
-        return (model, isvc, named, self._request_values(base))
+        return (model, isvc, named, self._request_values(base), catalog_read(subject, self._reads_catalog))
 
     def _shape(self, runtime: ServingRuntime, own: Record) -> Key:
         """The runtime's shape and the tested values of its ``own`` (intrinsic) facts."""
@@ -321,17 +336,19 @@ class NamedVerdicts:
     refusals, rules' own, advisories), so the request key holds every request fact a template
     of its runtime and entry rules, groups, kinds or messages prints, besides those they test.
     A review of an InferenceService under a new name (each ``kubectl apply`` of one) then reads
-    the verdict of its shape."""
+    the verdict of its shape. A runtime fact read from the catalog keys it as SharedVerdicts'."""
 
     def __init__(self, policy: Policy, bound: int = NAMED_VERDICTS) -> None:
         judged = [r for r in policy.rules if r.applies_to in (RUNTIME, ENTRY)]  # what renders from its record
         printed = {name for template in policy.templates(judged) for name in placeholders(template)}
         facts = fields_that_matter(policy).tested | (printed & FIELDS.keys())
         self._request_values = reader(sorted(f for f in facts if FIELDS[f].scope in (REQUEST, MODEL)))
+        self._reads_catalog = reads_catalog(facts)
         self._verdicts: Lru[Key, Verdict] = Lru(bound)
 
     def judged(self, subject: Subject, base: Record, runtime: ServingRuntime, judge: Callable[[], Verdict]) -> Verdict:
         """The verdict of ``runtime`` (perhaps judged on an equal runtime of an earlier catalog)."""
         isvc = subject.isvc.shape if subject.isvc is not None else ""
         model = subject.model.digest if subject.model else ""
-        return self._verdicts.get_or((runtime.digest, model, isvc, self._request_values(base)), judge)
+        catalog = catalog_read(subject, self._reads_catalog)
+        return self._verdicts.get_or((runtime.digest, model, isvc, self._request_values(base), catalog), judge)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from policyd.backends import BACKENDS
+from policyd.catalog.snapshot import NO_ACCELERATOR_CLASSES, AcceleratorClasses
 from policyd.facts.fields import fields_of
 from policyd.facts.isvc_checks import isvc_check_facts
 from policyd.facts.scoring import Scoring
@@ -37,13 +38,15 @@ _TAG = re.compile(r":(?P<tag>[\w][\w.-]{0,127})$")
 @dataclass(frozen=True)
 class Subject:
     """What a decision is about: the InferenceService (none when a model is explained alone),
-    its base model (none when it names none, or the one it names is missing)."""
+    its base model (none when it names none, or the one it names is missing), and the catalog's
+    AcceleratorClasses, which facts with source catalog read (records.py)."""
 
     namespace: str
     isvc: InferenceService | None
     model: BaseModel | None
     model_ref: ModelRef | None = None
     named_runtime_found: bool = False
+    accelerators: AcceleratorClasses = NO_ACCELERATOR_CLASSES
 
 
 def image_unpinned(image: str) -> bool:
@@ -193,6 +196,12 @@ def intrinsic_facts(runtime: ServingRuntime) -> Record:
     return _INTRINSIC.get(runtime.digest, lambda: _runtime_only_facts(runtime))
 
 
+def _memory_min_gib(names: Sequence[str], accelerators: AcceleratorClasses) -> int:
+    defined = (accelerators.by_name.get(name) for name in names)
+    memory = [c.memory_gib for c in defined if c is not None and c.memory_gib is not None]
+    return min(memory, default=0)
+
+
 def runtime_record(
     subject: Subject, base: Record, runtime: ServingRuntime, entries: Sequence[Record], scoring: Scoring, named: bool
 ) -> Record:
@@ -207,6 +216,7 @@ def runtime_record(
     record["runtime_named"] = named
     record["accelerator_class_listed"] = all(c in listed for c in requested)
     record["size_in_range"] = rng is None or size is None or rng.min <= size <= rng.max
+    record["accelerator_memory_min_gib"] = _memory_min_gib(listed, subject.accelerators)
     record["runtime_score"] = scoring.runtime_score(entries)
     return record
 

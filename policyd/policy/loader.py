@@ -218,7 +218,7 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
     if foreign:
         raise fail(f"applies to {scope} but tests {', '.join(foreign)}, which {scope} records do not carry")
     if scope == RUNTIME and effect == "refuse":
-        request_bound = sorted(f for f in used if FIELDS[f].scope != RUNTIME or FIELDS[f].relational)
+        request_bound = sorted(f for f in used if FIELDS[f].scope != RUNTIME or not FIELDS[f].intrinsic)
         if request_bound:
             # the catalog refuses such a runtime on its own, before any request
             raise fail(f"a runtime refusal tests the runtime alone, not {', '.join(request_bound)}")

@@ -36,6 +36,7 @@ from policyd.resources.objects import (
     VersionedName,
     pack,
 )
+from policyd.resources.quantities import gib, quantity_value
 from policyd.resources.sizes import parse_size, unreadable_size
 from policyd.resources.versions import Version, parse_version, read_operator, unreadable_version
 
@@ -441,10 +442,13 @@ def _deciding(doc: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def parse_accelerator_class(doc: Mapping[str, Any]) -> AcceleratorClass:
     check_api_version(doc, ACCELERATOR_CLASS_KIND)
     spec = f.obj(doc, "spec", "spec") or {}
+    capabilities = f.obj(spec, "capabilities", "spec.capabilities") or {}
+    memory = capabilities.get("memoryGB")
     return AcceleratorClass(
         meta=_meta(doc, namespaced=False),
         vendor=f.string(spec, "vendor", "spec.vendor"),
         family=f.string(spec, "family", "spec.family"),
         raw=doc,
         digest=content_digest(doc),
+        memory_gib=None if memory is None else gib(quantity_value(memory, "spec.capabilities.memoryGB")),
     )

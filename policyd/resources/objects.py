@@ -196,11 +196,12 @@ class InferenceService(ByConstructor):
 
 @dataclass(frozen=True, slots=True)
 class AcceleratorClass(ByConstructor):
-    """An AcceleratorClass: only its name is read (which classes the catalog defines)."""
+    """An AcceleratorClass: its name (which classes the catalog defines) and its GPU memory."""
 
     meta: Meta
     vendor: str
     family: str
     raw: Mapping[str, Any]
     digest: str
+    memory_gib: int | None = None  # spec.capabilities.memoryGB in whole GiB, as OME reads it; None when unset
     kind: str = ACCELERATOR_CLASS_KIND

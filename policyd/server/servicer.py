@@ -343,7 +343,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     ) -> pb.ResolveResponse:
         lookup, isvc, catalog = _looked_up(request, base, fields)
         with under(ISVC_FIELD):
-            result = decide.resolve(catalog, isvc, revision, lookup)
+            result = decide.resolve(catalog, isvc, revision, lookup, fast=self._fast("Resolve", request))
         verdict = result.verdict
         resolved = result.runtime if result.refusal is None else None
         return pb.ResolveResponse(

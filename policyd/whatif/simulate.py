@@ -163,12 +163,14 @@ def simulate(
     mine = {key_of(i): i for i in given}
     keys = sorted({*old.inference_services, *new.inference_services, *mine})
     runtimes, models = _changed(old.runtimes, new.runtimes), _changed(old.models, new.models)
+    # a verdict may read the AcceleratorClasses too (a fact with source catalog, records.py)
+    classes_alike = old.classes().revision == new.classes().revision
     changes = []
     for key in keys:
         then = mine.get(key) or old.inference_services.get(key)
         now = mine.get(key) or new.inference_services.get(key)
         same = then is not None and now is not None and then.digest == now.digest and old_rev.id == new_rev.id
-        if same and now is not None and _decided_alike(now, old, new, new_rev, runtimes, models):
+        if same and now is not None and classes_alike and _decided_alike(now, old, new, new_rev, runtimes, models):
             continue
         was = decide_before(old, then, old_rev) if then is not None else Decision(ABSENT)
         will = decide(new, now, new_rev) if now is not None else Decision(ABSENT)
@@ -190,11 +192,11 @@ def _decided_alike(
     isvc: InferenceService, old: Catalog, new: Catalog, revision: Revision, runtimes: set[Key], models: set[Key]
 ) -> bool:
     """Whether Select (or Resolve) must answer alike on both catalogs, without deciding: under
-    one revision a decision reads the InferenceService, its model and the runtimes in its scope,
-    and each runtime's verdict depends on it alone. So when the model is unchanged and no changed
-    runtime in scope is selectable on either side (nor named), the selectable runtimes, their
-    ranking and the refusal's rule are the same. A few verdicts, not every InferenceService's
-    decision twice."""
+    one revision and one set of AcceleratorClasses a decision reads the InferenceService, its
+    model and the runtimes in its scope, and each runtime's verdict depends on it alone. So
+    when the model is unchanged and no changed runtime in scope is selectable on either side
+    (nor named), the selectable runtimes, their ranking and the refusal's rule are the same. A
+    few verdicts, not every InferenceService's decision twice."""
     ref = isvc.model
     if ref is not None and make_key(ref.kind, isvc.meta.namespace, ref.name) in models:
         return False

@@ -3,9 +3,11 @@ snapshots changed incrementally) answers exactly as the plain path, which judges
 in scope: the OME catalog and synthetic ones (tests/testkit/synthetic.py), every model x every
 InferenceService shape, Select and Explain (of an InferenceService and of a model alone), in
 the basic and the full view, Effective and Admit (also of InferenceServices naming runtimes,
-under two names each, asked twice), compared as encoded responses; with the bundled
-rules, with rules that test fields no bundled rule tests, and with the example organisation
-policies (labels, images, points)."""
+under two names each, asked twice, and Resolve of those), compared as encoded responses; with
+the bundled rules, with rules that test fields no bundled rule tests, and with the example
+organisation policies (labels, images, points); and with a rule reading a fact of the catalog
+(the GPU memory of a runtime's AcceleratorClasses) before and after that AcceleratorClass is
+edited."""
 
 from __future__ import annotations
 
@@ -17,15 +19,16 @@ from pathlib import Path
 import pytest
 from google.protobuf.message import Message
 from testkit import synthetic
+from testkit.llama import MODEL_NAME, llama_entry, model_manifest
 from testkit.shared import CATALOG, RULES
 
 from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog, CatalogObject
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
-from policyd.decision.orchestrator import prepare
+from policyd.decision.orchestrator import prepare, select
 from policyd.policy.revision import Revision, build_revision
-from policyd.resources.manifests import parse_object
+from policyd.resources.manifests import parse_inference_service, parse_object
 from policyd.resources.objects import InferenceService, ServingRuntime
 from policyd.server.fieldcheck import FieldCheck
 from policyd.server.observability import DecisionLog
@@ -93,7 +96,7 @@ NAMED_SAMPLE = 40  # runtimes named, spread over the catalog
 
 
 def _named_requests(catalog: Catalog) -> Iterator[tuple[str, Message]]:
-    """Admit of InferenceServices naming runtimes of ``catalog``, of each model, in namespaces
+    """Admit and Resolve of InferenceServices naming runtimes of ``catalog``, of each model, in namespaces
     the rules tell apart, each under two names and asked twice (a named runtime's verdict is
     kept by the shape of request, not by its name)."""
     keys = sorted(catalog.runtimes)
@@ -104,8 +107,10 @@ def _named_requests(catalog: Catalog) -> Iterator[tuple[str, Message]]:
                     spec = {"model": {"name": model["metadata"]["name"]}, "runtime": {"name": runtime, "kind": kind}}  # type: ignore[index]
                     doc = {"kind": "InferenceService", "metadata": {"name": name, "namespace": namespace}}
                     doc["spec"] = {**spec, "engine": {"minReplicas": 1}}
-                    label = f"Admit {name} in {namespace} naming {kind} {runtime}"
-                    yield label, pb.AdmitRequest(object=rpb.Object(manifest=json.dumps(doc)))
+                    label = f"{name} in {namespace} naming {kind} {runtime}"
+                    yield f"Admit {label}", pb.AdmitRequest(object=rpb.Object(manifest=json.dumps(doc)))
+                    given = rpb.InferenceServiceInput(manifest=json.dumps(doc))
+                    yield f"Resolve {label}", pb.ResolveRequest(inference_service=given)
 
 
 def _answer(servicer: PolicyServicer, request: Message, revision: Revision, catalog: Catalog) -> bytes:
@@ -114,6 +119,7 @@ def _answer(servicer: PolicyServicer, request: Message, revision: Revision, cata
         pb.ExplainRequest: servicer._explain,
         pb.EffectiveRequest: servicer._effective,
         pb.AdmitRequest: servicer._admit,
+        pb.ResolveRequest: servicer._resolve,
     }[type(request)]
     answer = handler(request, revision, catalog, FieldCheck())  # type: ignore[operator]
     message = answer.message() if isinstance(answer, Encoded) else answer
@@ -207,3 +213,71 @@ def test_rules_reloaded_over_one_catalog_choose_from_their_own_candidates(
         prepare(revision, catalog)
         differ = [w for w, r in selects if _answer(fast, r, revision, catalog) != _answer(plain, r, revision, catalog)]
         assert differ == [], f"the fast path differs from the plain path for {differ[:5]}"
+
+
+def _accelerator_class(memory: str) -> CatalogObject:
+    doc = {"apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": "gpu-a"}}
+    return _parsed([{**doc, "spec": {"vendor": "nvidia", "capabilities": {"memoryGB": memory}}}])[0]
+
+
+def _runtime_on(name: str, classes: list[str]) -> dict[str, object]:
+    spec = {"supportedModelFormats": [llama_entry()], "engineConfig": {"runner": {"name": "e", "image": "srt:v1"}}}
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "ClusterServingRuntime",
+        "metadata": {"name": name},
+        "spec": {**spec, "acceleratorRequirements": {"acceleratorClasses": classes}},
+    }
+
+
+def _gpu_requests() -> Iterator[tuple[str, Message]]:
+    isvc = {"kind": "InferenceService", "metadata": {"name": "chat", "namespace": "default"}}
+    auto = {**isvc, "spec": {"model": {"name": MODEL_NAME}, "engine": {"minReplicas": 1}}}
+    named = {**isvc, "spec": {**auto["spec"], "runtime": {"name": "srt-a"}}}  # type: ignore[dict-item]
+    given = rpb.InferenceServiceInput(manifest=json.dumps(auto))
+    yield "Select", pb.SelectRequest(inference_service=given, view=pb.VERDICT_VIEW_FULL)
+    yield "Explain", pb.ExplainRequest(inference_service=given, view=pb.VERDICT_VIEW_FULL)
+    model = pb.ModelSubject(model=rpb.ModelRef(name=MODEL_NAME), namespace="default")
+    yield "Explain model", pb.ExplainRequest(model=model, view=pb.VERDICT_VIEW_FULL)
+    yield "Effective", pb.EffectiveRequest(inference_service=given)
+    yield "Admit", pb.AdmitRequest(object=rpb.Object(manifest=given.manifest))
+    yield (
+        "Effective naming srt-a",
+        pb.EffectiveRequest(inference_service=rpb.InferenceServiceInput(manifest=json.dumps(named))),
+    )
+    yield "Admit naming srt-a", pb.AdmitRequest(object=rpb.Object(manifest=json.dumps(named)))
+    yield (
+        "Resolve naming srt-a",
+        pb.ResolveRequest(inference_service=rpb.InferenceServiceInput(manifest=json.dumps(named))),
+    )
+
+
+def test_an_accelerator_class_edited_changes_the_fast_paths_answers_as_the_plain_paths(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Issue 37's story: a rule excludes runtimes whose AcceleratorClasses have under 40 GiB of GPU
+    memory (a fact with source catalog); srt-a runs on gpu-a, edited from 80 GiB to 16 GiB (and
+    back). The fast path, asked before each edit, keeps nothing the edit makes stale."""
+    revision = _rules(tmp_path_factory, HERE / "rules" / "accelerator-memory.yaml")
+    runtimes = [_runtime_on("srt-a", ["gpu-a"]), _runtime_on("srt-b", ["gpu-b"])]
+    big = Catalog.of([*_parsed([*runtimes, model_manifest()]), _accelerator_class("80Gi")])
+    small = big.changed([_accelerator_class("16Gi")])
+    fast = PolicyServicer(None, DecisionLog(None), fast=True)  # type: ignore[arg-type]
+    plain = PolicyServicer(None, DecisionLog(None), fast=False)  # type: ignore[arg-type]
+    isvc = parse_inference_service(json.loads(next(_gpu_requests())[1].inference_service.manifest))  # type: ignore[attr-defined]
+    prepare(revision, big)
+    selected = {}
+    for label, snapshot in (("80 GiB", big), ("16 GiB", small), ("80 GiB again", big)):
+        differ = [
+            w
+            for w, r in _gpu_requests()
+            if _answer(fast, r, revision, snapshot) != _answer(plain, r, revision, snapshot)
+        ]
+        assert differ == [], f"at {label}, the fast path differs from the plain path for {differ}"
+        answers = [
+            [v.runtime.meta.name for v in select(snapshot, isvc, revision, fast=f).ranking] for f in (True, False)
+        ]
+        assert answers[0] == answers[1], f"at {label}: fast {answers[0]}, plain {answers[1]}"
+        selected[label] = answers[1]
+    # srt-b's gpu-b is defined nowhere: no memory read, no exclusion
+    assert selected == {"80 GiB": ["srt-a", "srt-b"], "16 GiB": ["srt-b"], "80 GiB again": ["srt-a", "srt-b"]}

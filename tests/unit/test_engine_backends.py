@@ -20,7 +20,7 @@ from policyd.decision import orchestrator
 from policyd.facts import derive, fields
 from policyd.facts.fields import CORE_FIELDS, FIELDS, catalogue
 from policyd.policy.revision import build_revision
-from policyd.records import BOOL, ENTRY, LIST, RUNTIME, STR, Field, Record
+from policyd.records import BOOL, ENTRY, FROM_CATALOG, FROM_RUNTIME, INT, LIST, RUNTIME, STR, Field, Record
 from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
 from policyd.server import responses
 
@@ -51,8 +51,8 @@ class ToyBackend:
 
     name = "the toy backend"
     fields: Mapping[str, Field] = {
-        "toy_engine": Field(BOOL, RUNTIME, "the engine runs toy-serve", relational=True),
-        "toy_flags": Field(LIST, RUNTIME, "toy-serve's arguments", relational=True),
+        "toy_engine": Field(BOOL, RUNTIME, "the engine runs toy-serve", relational=True, source=FROM_RUNTIME),
+        "toy_flags": Field(LIST, RUNTIME, "toy-serve's arguments", relational=True, source=FROM_RUNTIME),
     }
     response_field = "diffusers_backend"  # the contract has no toy section: it borrows the diffusers one
 
@@ -111,17 +111,24 @@ def test_a_second_backend_adds_its_fields_to_the_catalogue() -> None:
     assert catalogue((*BACKENDS, TOY)) == {**FIELDS, **TOY.fields}
 
 
-def test_a_backend_may_not_declare_a_field_declared_already_nor_one_of_another_scope() -> None:
+def test_a_backend_declares_no_field_declared_already_of_another_scope_or_read_from_the_catalog() -> None:
     class Clashing(ToyBackend):
-        fields: Mapping[str, Field] = {"runtime_name": Field(STR, RUNTIME, "again")}
+        fields: Mapping[str, Field] = {"runtime_name": Field(STR, RUNTIME, "again", source=FROM_RUNTIME)}
 
     class Entries(ToyBackend):
-        fields: Mapping[str, Field] = {"toy_entry": Field(STR, ENTRY, "one entry's")}
+        fields: Mapping[str, Field] = {"toy_entry": Field(STR, ENTRY, "one entry's", source=FROM_RUNTIME)}
 
     with pytest.raises(ValueError, match="the toy backend: fact field 'runtime_name' is declared already"):
         catalogue((*BACKENDS, Clashing()))
     with pytest.raises(ValueError, match="fact field 'toy_entry' has scope 'entry'; a backend's fields are model or"):
         catalogue((*BACKENDS, Entries()))
+
+    class Reading(ToyBackend):
+        # a backend's facts are derived from the runtime and the request (Backend.engine_facts)
+        fields: Mapping[str, Field] = {"toy_memory": Field(INT, RUNTIME, "GPU memory", source=FROM_CATALOG)}
+
+    with pytest.raises(ValueError, match="fact field 'toy_memory' has source 'catalog'; a backend's facts read the"):
+        catalogue((*BACKENDS, Reading()))
 
 
 @pytest.fixture

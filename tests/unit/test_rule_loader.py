@@ -395,6 +395,10 @@ def test_a_runtime_refusal_tests_the_runtime_alone(tmp_path: Path) -> None:
     directory = copy_rules(tmp_path)
     append_rule(directory / "10-runtime.yaml", rule_text(effect="refuse", when="{size_in_range: false}"))
     assert load_error(directory).reason == "a runtime refusal tests the runtime alone, not size_in_range"
+    # nor on the catalog's other objects: a fact read from the catalog changes with them
+    directory = copy_rules(tmp_path / "catalog")
+    append_rule(directory / "10-runtime.yaml", rule_text(effect="refuse", when="{accelerator_memory_min_gib: 16}"))
+    assert load_error(directory).reason == "a runtime refusal tests the runtime alone, not accelerator_memory_min_gib"
 
 
 def test_a_rule_in_a_group_shares_its_scope_and_effect(tmp_path: Path) -> None:

@@ -203,3 +203,35 @@ def test_the_inference_services_left_undecided_are_exactly_those_whose_decision_
     }
     assert {c.isvc for c in result.changes} == {k for k, (was, will) in everything.items() if was != will}
     assert all((c.before.identity(), c.after.identity()) == everything[c.isvc] for c in result.changes)
+
+
+GPU_MEMORY_RULE = """
+rules:
+  - id: forty-gib-of-gpu-memory
+    order: 155
+    applies_to: runtime
+    effect: exclude
+    kind: Advisory
+    when:
+      all:
+        - accelerator_memory_min_gib: {gt: 0}
+        - accelerator_memory_min_gib: {lt: 40}
+    reason: "accelerators of {accelerator_memory_min_gib} GiB, not 40"
+"""
+
+
+def _gpu(memory: str) -> dict[str, Any]:
+    doc = {"apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": "gpu-a"}}
+    return {**doc, "spec": {"capabilities": {"memoryGB": memory}}}
+
+
+def test_an_edited_accelerator_class_changes_the_decisions_its_runtimes_memory_decides(tmp_path: Path) -> None:
+    """A rule reads the GPU memory of a runtime's AcceleratorClasses (a fact read from the
+    catalog): editing the class, and nothing else, changes the decision."""
+    (tmp_path / "gpu.yaml").write_text(GPU_MEMORY_RULE)
+    revision = build_revision(tmp_path, RULES)
+    world = catalog(model(), runtime("srt-llama", classes=["gpu-a"]), isvc("svc"), _gpu("80Gi"))
+    proposal = propose(world, [parsed(_gpu("16Gi"))], [])
+    (change,) = simulate((world, revision), (proposal.catalog, revision)).changes
+    assert (change.before.outcome, change.after.outcome) == ("selected", "refused")
+    assert change.before.runtime_key == CSR
