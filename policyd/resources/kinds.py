@@ -39,6 +39,5 @@ OME_KINDS = (
     INFERENCE_SERVICE,
     ACCELERATOR_CLASS,
 )
-BY_NAME = {kind.name: kind for kind in OME_KINDS}
 PLURALS = {kind.name: kind.plural for kind in OME_KINDS}
 CLUSTER_SCOPED = frozenset(kind.name for kind in OME_KINDS if not kind.namespaced)

@@ -15,7 +15,7 @@ from policyd.clients.controller.operator import describe
 from policyd.clients.controller.outcome import Condition
 from policyd.clients.controller.reconcile import refusal
 from policyd.clients.controller.status import status_update
-from policyd.clients.decision import Decision
+from policyd.clients.render_request import Decision
 from policyd.contract import policy_pb2 as pb
 
 READY = Condition("True", "RuntimeResolved", "ClusterServingRuntime rt")

@@ -1,4 +1,4 @@
-"""policyd.clients.decision.render_request: what the renderer is given for a decision, the
+"""policyd.clients.render_request.render_request: what the renderer is given for a decision, the
 AcceleratorClass objects of the chosen classes included."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from policyd.clients.decision import Decision, render_request
+from policyd.clients.render_request import Decision, render_request
 from policyd.contract import policy_pb2 as pb
 
 from .builders import make_accelerator_class, make_isvc, make_model, make_runtime

@@ -12,7 +12,7 @@ import grpc
 
 from policyd.clients.controller.outcome import ADVISORY, RESOLVED, Condition, Event, Outcome
 from policyd.clients.controller.pins import Pin
-from policyd.clients.decision import Decision, Metadata, decide, from_catalog, render_request
+from policyd.clients.render_request import Decision, Metadata, decide, from_catalog, render_request
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb

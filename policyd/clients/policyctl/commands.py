@@ -15,12 +15,12 @@ import yaml
 from google.protobuf import json_format
 
 from policyd.clients import channels
-from policyd.clients.decision import Manifests, decide, from_catalog, placed_on, render_request
 from policyd.clients.policyctl import inputs
 from policyd.clients.policyctl.connection import Caller, as_objects, renderer_stub
 from policyd.clients.policyctl.kinds import INFERENCE_SERVICE, object_name
 from policyd.clients.policyctl.origins import Origin
 from policyd.clients.policyctl.output import Column, Result, as_dict, shows_answer, table
+from policyd.clients.render_request import Manifests, decide, from_catalog, placed_on, render_request
 from policyd.clients.tls_faults import TlsFault
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb

@@ -16,8 +16,8 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from policyd.clients.channels import Connection
-from policyd.clients.decision import Metadata
 from policyd.clients.policyctl.origins import Origins
+from policyd.clients.render_request import Metadata
 from policyd.clients.tls_faults import TlsFault
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc

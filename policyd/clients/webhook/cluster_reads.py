@@ -14,10 +14,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from policyd.clients.controller.kube import GROUP, PLURALS, VERSION
 from policyd.clients.manifests import catalog_item
 from policyd.contract import policy_pb2 as pb
 from policyd.resources import kinds as ome
+from policyd.resources.kinds import GROUP, PLURALS, VERSION
 
 log = logging.getLogger("policyd.webhook.reads")
 CLUSTER_SCOPED = ome.CLUSTER_SCOPED

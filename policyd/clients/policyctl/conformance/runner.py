@@ -15,9 +15,9 @@ from typing import Any, Generic, TypeVar
 import grpc
 from google.protobuf import json_format
 
-from policyd.clients.decision import decide, placed_on, render_request
 from policyd.clients.policyctl.conformance.cases import Case
 from policyd.clients.policyctl.conformance.paths import check
+from policyd.clients.render_request import decide, placed_on, render_request
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.contract import resources_pb2 as rpb

@@ -1,7 +1,8 @@
-"""policyd's decision for an InferenceService (its Decide call: the runtime it names or the
-one selected, or the refusal; each component's mode and accelerator class) and the render
-request built from it. policyctl render, the conformance runner and the controller all go from
-decision to workloads this way, so the renderer renders what policyd decided."""
+"""The render request built from policyd's decision for an InferenceService, which is asked of
+policyd (its Decide call: the runtime it names or the one selected, or the refusal; each
+component's mode and accelerator class): nothing here decides. policyctl render, the conformance
+runner and the controller all go from decision to workloads this way, so the renderer renders
+what policyd decided."""
 
 from __future__ import annotations
 
