@@ -47,7 +47,7 @@ _EMPTY: dict[str, Any] = {STR: "", BOOL: False, INT: 0}
 # What a fact reads, beside the subject of its scope: the request (the InferenceService and the
 # model it names), the runtime judged (its entries and components; a relational field reads the
 # request too), or the catalog (objects other than those: AcceleratorClasses, other runtimes).
-# Kept verdicts are keyed by what their facts read (decision/shared.py): a runtime fact read from
+# Kept verdicts are keyed by what their facts read (decision/verdict_cache.py): a runtime fact read from
 # the catalog keys them by the AcceleratorClasses' revision, the only catalog objects a
 # decision's subject carries (facts/derive.py).
 FROM_REQUEST, FROM_RUNTIME, FROM_CATALOG = "request", "runtime", "catalog"

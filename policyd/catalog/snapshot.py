@@ -77,7 +77,7 @@ _MAP_OF = {
 @dataclass(frozen=True)
 class AcceleratorClasses:
     """The catalog's AcceleratorClasses by name, and their revision: what a fact read from the
-    catalog reads, and what verdicts judged from such a fact are kept by (decision/shared.py)."""
+    catalog reads, and what verdicts judged from such a fact are kept by (decision/verdict_cache.py)."""
 
     by_name: Mapping[str, AcceleratorClass]
     revision: str

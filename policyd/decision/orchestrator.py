@@ -13,7 +13,7 @@ from policyd.catalog.snapshot import Catalog, make_key
 from policyd.decision.candidates import Planner, index_for, selectable_candidates
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import deciding_key, rank
-from policyd.decision.shared import KeptRows, NamedVerdicts, SharedVerdicts
+from policyd.decision.verdict_cache import KeptRows, NamedVerdicts, SharedVerdicts
 from policyd.decision.verdicts import RuntimeVerdict, Verdict, reasons
 from policyd.errors import InvalidInput
 from policyd.facts.derive import (
@@ -61,9 +61,9 @@ class Explanation:
     model: BaseModel
     model_format: str
     scope: Sequence[ServingRuntime]  # every runtime in scope, in scope order (the catalog's object)
-    # each one's verdict; a verdict may stand for every runtime of its shape (decision/shared.py)
+    # each one's verdict; a verdict may stand for every runtime of its shape (decision/verdict_cache.py)
     verdicts: Sequence[Verdict]
-    kept: KeptRows | None = None  # which kept verdicts they are, when they are (decision/shared.py)
+    kept: KeptRows | None = None  # which kept verdicts they are, when they are (decision/verdict_cache.py)
 
     @property
     def runtimes(self) -> list[RuntimeVerdict]:
@@ -223,7 +223,7 @@ def _verdicts_in_scope(
     revision: Revision, subject: Subject, base: Record, runtimes: Sequence[ServingRuntime], fast: bool
 ) -> tuple[list[Verdict], KeptRows | None]:
     """As ``_judge`` (named=False); ``fast`` judges each shape of runtime once and keeps the
-    verdicts (decision/shared.py), so a verdict may have been judged for another runtime of its shape."""
+    verdicts (decision/verdict_cache.py), so a verdict may have been judged for another runtime of its shape."""
     if not fast:
         return _judge(revision, subject, base, runtimes, named=False), None
     shared = _shared_verdicts(revision)
@@ -287,7 +287,7 @@ def _missing_model(refusals: Sequence[Refusal], ref: ModelRef, field: str) -> In
 
 def select(catalog: Catalog, isvc: InferenceService, revision: Revision, fast: bool = True) -> Selection:
     """``fast`` judges only the runtimes that can be selectable (decision/candidates.py), and
-    each shape of runtime once (decision/shared.py); the answer is the same."""
+    each shape of runtime once (decision/verdict_cache.py); the answer is the same."""
     subject = _subject(catalog, isvc)
     base = subject_record(subject)
     refusals = _admission(revision, subject, base)
@@ -437,7 +437,7 @@ def resolve_reviewed(
     fast: bool = False,
 ) -> Resolution:
     """Resolve, from what ``review`` made; ``admission`` keeps only the refusals the webhook makes;
-    ``fast`` judges the named runtime once per shape of request (decision/shared.py)."""
+    ``fast`` judges the named runtime once per shape of request (decision/verdict_cache.py)."""
     policy = revision.policy
     isvc = subject.isvc
     assert isvc is not None

@@ -2,7 +2,7 @@
 of it when selected or named. Pure: checks in, verdicts out, plain frozen values.
 
 A ``Verdict`` is what the rules say, judged for one runtime; it may stand for every runtime of
-that runtime's shape (decision/shared.py). A ``RuntimeVerdict`` is a runtime with the verdict
+that runtime's shape (decision/verdict_cache.py). A ``RuntimeVerdict`` is a runtime with the verdict
 that is its own. Verdicts compare by identity: one object is one judgement, which is what a
 server's encodings of them are kept by (policyd/server/responses.py)."""
 

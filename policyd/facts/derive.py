@@ -28,7 +28,7 @@ T = TypeVar("T")
 # same runtime (and model) yields the same facts on every request.
 _MEMO_LIMIT = 50_000
 # A model's entry facts against each runtime shape are read again only when a request the
-# shared verdicts have not kept judges that shape (decision/shared.py): fewer are kept.
+# shared verdicts have not kept judges that shape (decision/verdict_cache.py): fewer are kept.
 _ENTRIES_LIMIT = 12_000
 _ENTRIES: Bounded[tuple[str, str, Scoring], tuple[Record, ...]] = Bounded(_ENTRIES_LIMIT)
 _OWN_ENTRIES: Bounded[tuple[str, Scoring], tuple[Record, ...]] = Bounded(_MEMO_LIMIT)

@@ -189,7 +189,7 @@ class InferenceService(ByConstructor):
     digest: str = ""  # of the whole manifest, for catalog revisions (the catalog holds InferenceServices too)
     # of what decides the manifest (not its name, namespace, status or system metadata such as
     # uid and managedFields): InferenceServices that differ only there are decided alike where
-    # no rule reads their names (decision/shared.py)
+    # no rule reads their names (decision/verdict_cache.py)
     shape: str = ""
     kind: str = ISVC_KIND
 

@@ -14,7 +14,7 @@ from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
 from policyd.decision import orchestrator as decide
-from policyd.decision.shared import SharedVerdicts
+from policyd.decision.verdict_cache import SharedVerdicts
 from policyd.decision.verdicts import Verdict
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_object

@@ -1,4 +1,4 @@
-"""Judge each shape of runtime once per kind of request.
+"""The verdict cache: each shape of runtime judged once per kind of request, its verdict kept.
 
 What a runtime's verdict says — its checks, reasons, score, matched entry, advisories — is a
 function of the facts its rules test and its reasons print. Facts that depend on the request
