@@ -90,21 +90,33 @@ def test_the_api_server_restarting_mid_run_is_ridden_out(world: World) -> None:
 
 
 def _cluster_done_with(world: World, names: tuple[str, ...]) -> bool:
-    """The cluster's controllers have nothing more to say of these InferenceServices' workloads:
-    each Deployment's status is of its generation with both conditions, each of their pods has the
-    scheduler's verdict (readiness reads both; a verdict arriving later is news, not a rewrite)."""
+    """The cluster's controllers have nothing more to say of these InferenceServices' workloads
+    (readiness reads them; what they say later is news, not a rewrite): each pod unschedulable or
+    Ready (the cluster may have fake nodes from other tests), and each Deployment's status of its
+    generation, Available and done progressing once all its pods are Ready."""
     for name in names:
+        selector = f"ome.io/inferenceservice={name}"
+        pods = world.core.list_namespaced_pod(world.namespace, label_selector=selector).items
+        conditions = [{c.type: c.status for c in pod.status.conditions or []} for pod in pods]
+        if not pods or any(c.get("PodScheduled") != "False" and c.get("Ready") != "True" for c in conditions):
+            return False
+        all_ready = all(c.get("Ready") == "True" for c in conditions)
         for (kind, _), item in world.workloads(name).items():
             if kind != "Deployment":
                 continue
             status = item.get("status") or {}
             if status.get("observedGeneration") != item["metadata"]["generation"]:
                 return False
-            if {c["type"] for c in status.get("conditions") or []} < {"Available", "Progressing"}:
+            reported = {c["type"]: c for c in status.get("conditions") or []}
+            if not {"Available", "Progressing"} <= set(reported):
                 return False
-        pods = world.core.list_namespaced_pod(world.namespace, label_selector=f"ome.io/inferenceservice={name}").items
-        if not pods or any(not any(c.type == "PodScheduled" for c in (pod.status.conditions or [])) for pod in pods):
-            return False
+            done = (
+                reported["Available"]["status"] == "True"
+                and reported["Progressing"]["reason"] == "NewReplicaSetAvailable"
+                and status.get("availableReplicas") == item["spec"]["replicas"]
+            )
+            if all_ready and not done:
+                return False
     return True
 
 
