@@ -7,21 +7,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from .manifests import AUTO_ISVC, auto_isvc, auto_model, auto_runtime
 from .support import World, eventually, running
 
 
-def test_the_controller_leaves_nothing_in_tmpdir(world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    private = tmp_path / "tmpdir"
-    private.mkdir()
-    monkeypatch.setenv("TMPDIR", str(private))  # the controller takes the test's environment
+def test_the_controller_leaves_nothing_in_tmpdir(world: World, private_tmpdir: Path) -> None:
     world.apply(auto_model())
     world.apply(auto_runtime())
     with running(world):
         world.apply(auto_isvc())
         # its workloads are applied through the dynamic client: discovery has run
         eventually(lambda: world.workloads(AUTO_ISVC), what="the workloads")
-        assert os.listdir(private), "its files are not where the test looks"
-    assert os.listdir(private) == []
+        assert os.listdir(private_tmpdir), "its files are not where the test looks"
+    assert os.listdir(private_tmpdir) == []

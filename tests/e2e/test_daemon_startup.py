@@ -139,8 +139,10 @@ def test_version_and_help_with_defaults() -> None:
         assert default in help_text.stdout, default
 
 
-def _installed_wheel(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project built as a wheel and installed into a directory of its own (returned)."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -155,16 +157,16 @@ def _installed_wheel(tmp_path: Path) -> Path:
     return site
 
 
-def test_the_wheel_installs_policyd_alone_with_its_clients_in_its_namespace(tmp_path: Path) -> None:
+def test_the_wheel_installs_policyd_alone_with_its_clients_in_its_namespace(installed_wheel: Path) -> None:
     """No top-level package but policyd's own (a `clients` package would collide with others')."""
-    site = _installed_wheel(tmp_path)
+    site = installed_wheel
     packages = {p.name for p in site.iterdir() if p.is_dir() and not p.name.endswith(".dist-info")} - {"bin"}
     assert packages == {"policyd"}
     assert (site / "policyd" / "clients" / "renderer" / "engines" / "sglang-pd.yaml").is_file()
 
 
-def test_an_installed_wheel_serves_its_bundled_rules_by_default(tmp_path: Path) -> None:
-    site = _installed_wheel(tmp_path)
+def test_an_installed_wheel_serves_its_bundled_rules_by_default(installed_wheel: Path, tmp_path: Path) -> None:
+    site = installed_wheel
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
     where = subprocess.run(
         [sys.executable, "-c", "import policyd.server.main as m; print(m.DEFAULT_RULES)"],

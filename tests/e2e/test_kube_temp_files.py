@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from controller.manifests import named_isvc
 from replicas.support import replica
 from testkit.cluster import Cluster
@@ -20,15 +19,6 @@ from testkit.shared import REPO, RULES
 from webhook.support import PATHS, admission_review, running_webhook, serving_certs
 
 from policyd.clients.policyctl.conformance.daemons import serving
-
-
-@pytest.fixture
-def private_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """$TMPDIR for the processes the test starts (they take the test's environment)."""
-    directory = tmp_path / "tmpdir"
-    directory.mkdir()
-    monkeypatch.setenv("TMPDIR", str(directory))
-    return directory
 
 
 def test_the_webhook_leaves_nothing_in_tmpdir(kube_cluster: Cluster, private_tmpdir: Path, tmp_path: Path) -> None:
