@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, Key, make_key
-from policyd.decision import orchestrator
+from policyd.decision.decider import Decider
 from policyd.decision.lookup import lookup_keys
+from policyd.decision.runtime_alone import catalog_refusals
 from policyd.facts.admission import (
     accelerator_class_keys,
     admit_pair_records,
@@ -60,12 +61,13 @@ def _denied(revision: Revision, catalog: Catalog, isvc: InferenceService, denial
     return Admission(denial, missing=tuple(_missing_lookups(catalog, isvc)) if looked_up else ())
 
 
-def admit_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision, fast: bool = True) -> Admission:
+def admit_isvc(catalog: Catalog, isvc: InferenceService, decider: Decider) -> Admission:
     """OME's InferenceService webhook: its request checks always, the runtime and the model
     (Resolve for a named runtime, else Select) only with spec.engine (v1.3). Admitted, it warns
     of what the request's advise rules say of it, then of what the runtime's decision says."""
     engine = "engine" in isvc.components
-    subject, base, refusals = orchestrator.review(catalog, isvc, revision)
+    revision = decider.revision
+    subject, base, refusals = decider.review(catalog, isvc)
     advisories = tuple(
         templates.render(r.reason, base)
         for r in revision.engine.fire(REQUEST, [base])[0]  # memoised: review fired them already
@@ -79,9 +81,7 @@ def admit_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision, fas
     if not engine:
         return _denied(revision, catalog, isvc, refusals[0]) if refusals else admitted()
     if isvc.runtime is not None:
-        resolution = orchestrator.resolve_reviewed(
-            revision, catalog, subject, base, refusals, admission=True, fast=fast
-        )
+        resolution = decider.resolve_reviewed(catalog, subject, base, refusals, admission=True)
         if resolution.refusal is not None:
             return _denied(revision, catalog, isvc, resolution.refusal)
         return admitted([resolution.warning] if resolution.warning else [])
@@ -94,7 +94,7 @@ def admit_isvc(catalog: Catalog, isvc: InferenceService, revision: Revision, fas
         return admitted()
     if refusals:
         return _no_runtime(revision, subject.model.meta.name, refusals[0])
-    selection = orchestrator.select_reviewed(revision, catalog, subject, base, fast)
+    selection = decider.select_reviewed(catalog, subject, base)
     if selection.refusal is None:
         return admitted(selection.warnings)
     return _no_runtime(revision, subject.model.meta.name, selection.refusal)
@@ -113,7 +113,7 @@ def admit_runtime(catalog: Catalog, runtime: ServingRuntime, revision: Revision)
     OME's order) an admission rule about the pair refuses; the first in rule order denies.
     Admitted, it warns of what the admission rules that advise say, in OME's order, once each."""
     policy, engine = revision.policy, revision.engine
-    candidates = [r for r in orchestrator.catalog_refusals(revision, [runtime])[0] if r.admission]
+    candidates = [r for r in catalog_refusals(revision, [runtime])[0] if r.admission]
     record = admit_runtime_record(runtime, catalog)
     fired = engine.fire(ADMIT_RUNTIME, [record])[0]
     candidates += [refusal(policy, r, record) for r in fired if r.effect == "refuse"]

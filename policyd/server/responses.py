@@ -14,7 +14,7 @@ from google.protobuf.message import Message
 
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
-from policyd.decision.orchestrator import BackendEffect
+from policyd.decision.answers import BackendEffect
 from policyd.decision.verdict_cache import Kept, KeptRows
 from policyd.decision.verdicts import RuntimeVerdict, Verdict
 from policyd.edge import limits

@@ -18,13 +18,14 @@ from policyd.contract import policy_pb2 as pb
 from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 from policyd.decision import admission
-from policyd.decision import orchestrator as decide
+from policyd.decision.answers import Choice, Effective
+from policyd.decision.decider import Decider
 from policyd.decision.lookup import check_lookup
+from policyd.decision.runtime_alone import first_catalog_refusal
 from policyd.edge.limits import DeadlineExceeded
 from policyd.edge.metadata_keys import AT_LEAST_KEY
 from policyd.errors import InvalidInput, NotHere, NotServing
 from policyd.kube.sync import ClusterCatalog, Refusal, parse_at_least
-from policyd.policy.revision import Revision
 from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef, ServingRuntime
 from policyd.resources.proto import object_manifest, struct_to_dict
 from policyd.server import observability as obs
@@ -80,14 +81,14 @@ def _looked_up(
     return lookup, isvc, _request_catalog(base, request.catalog, fields)
 
 
-def _modes(result: decide.Effective) -> list[pb.ComponentMode]:
+def _modes(result: Effective) -> list[pb.ComponentMode]:
     return [
         pb.ComponentMode(component=m.component, mode=m.mode, source=m.source, error=responses.rejection(m.error))
         for m in result.modes
     ]
 
 
-def _selection(choice: decide.Choice) -> pb.RuntimeSelection:
+def _selection(choice: Choice) -> pb.RuntimeSelection:
     """How Effective's runtime was chosen, as the contract has it."""
     runtime = choice.chosen.runtime
     out = pb.RuntimeSelection(
@@ -132,7 +133,6 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self,
         state: ServingState,
         decisions: obs.DecisionLog,
-        fast: bool = True,
         endpoints: Sequence[str] = (),
         cluster: ClusterCatalog | None = None,
         heavy: HeavyCalls | None = None,
@@ -142,7 +142,6 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self.cluster = cluster  # policyd --cluster: the catalog is the cluster's, read by these watches
         self.decisions = decisions
         self.whatif = WhatIf(state)
-        self.fast = fast  # False: judge every runtime in scope (the plain path the fast one must equal)
         self.endpoints = list(endpoints)  # each process's own address, under --processes
 
     # -- plumbing -------------------------------------------------------------------------
@@ -151,22 +150,23 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         rpc: str,
         request: Message,
         context: grpc.ServicerContext,
-        handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp | Encoded[Resp]],
+        handler: Callable[[Any, Decider, Catalog, FieldCheck], Resp | Encoded[Resp]],
     ) -> Resp:
         """The handler's answer. An Encoded one stands for its message: the Gate sends its bytes
         as they are (policyd.edge.gate)."""
-        with self.state.hold_revision() as revision:
-            return cast(Resp, self._serve_on(revision, rpc, request, context, handler))
+        with self.state.hold_decider() as decider:
+            return cast(Resp, self._serve_on(decider, rpc, request, context, handler))
 
     def _serve_on(
         self,
-        revision: Revision,
+        decider: Decider,
         rpc: str,
         request: Message,
         context: grpc.ServicerContext,
-        handler: Callable[[Any, Revision, Catalog, FieldCheck], Resp | Encoded[Resp]],
+        handler: Callable[[Any, Decider, Catalog, FieldCheck], Resp | Encoded[Resp]],
     ) -> Resp | Encoded[Resp]:
         started = time.perf_counter()
+        revision = decider.revision
         metadata = dict(context.invocation_metadata())
         # made only when something names it (the log, the decision log): a uuid is a syscall
         request_id = _RequestId(metadata.get("x-request-id"))
@@ -193,7 +193,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                         context.set_trailing_metadata(warning_trailers(cached[1]))
                     return cached[0]
                 with self.heavy.scope(rpc, request):
-                    response = handler(request, revision, catalog, fields)
+                    response = handler(request, self._decider(rpc, request, decider), catalog, fields)
             except Busy as err:
                 code = grpc.StatusCode.RESOURCE_EXHAUSTED
                 context.abort(code, str(err))
@@ -266,31 +266,31 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             cached=cached,
         )
 
-    def _fast(self, rpc: str, request: Message) -> bool:
-        """The fast path keeps the verdicts it judged, by runtime, for later calls: not of objects a
-        call brings (heavy.py); those are judged on the plain path."""
-        return self.fast and not brings_objects(rpc, request)
+    def _decider(self, rpc: str, request: Message, serving: Decider) -> Decider:
+        """The serving decider keeps the verdicts it judged, by runtime, for later calls: not of
+        objects a call brings (heavy.py), which a plain one judges."""
+        return serving.plain() if brings_objects(rpc, request) else serving
 
     @staticmethod
-    def _revisions(revision: Revision, catalog: Catalog) -> pb.Revisions:
-        return pb.Revisions(rules_revision=revision.id, catalog_revision=catalog.revision)
+    def _revisions(decider: Decider, catalog: Catalog) -> pb.Revisions:
+        return pb.Revisions(rules_revision=decider.revision.id, catalog_revision=catalog.revision)
 
     # -- decisions ------------------------------------------------------------------------
     def Select(self, request: pb.SelectRequest, context: grpc.ServicerContext) -> pb.SelectResponse:
         return self._serve("Select", request, context, self._select)
 
     def _select(
-        self, request: pb.SelectRequest, revision: Revision, base: Catalog, fields: FieldCheck
+        self, request: pb.SelectRequest, decider: Decider, base: Catalog, fields: FieldCheck
     ) -> Encoded[pb.SelectResponse]:
         full = full_view(request.view)
         isvc = parse_isvc(request.inference_service, fields)
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ISVC_FIELD):
-            result = decide.select(catalog, isvc, revision, fast=self._fast("Select", request))
+            result = decider.select(catalog, isvc)
         head = pb.SelectResponse(
             error=result.error,
             warnings=list(result.warnings),
-            revisions=self._revisions(revision, catalog),
+            revisions=self._revisions(decider, catalog),
             rejection=responses.rejection(result.refusal),
         )
         identities = responses.identities(e.runtime for e in result.excluded)
@@ -302,7 +302,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("Explain", request, context, self._explain)
 
     def _explain(
-        self, request: pb.ExplainRequest, revision: Revision, base: Catalog, fields: FieldCheck
+        self, request: pb.ExplainRequest, decider: Decider, base: Catalog, fields: FieldCheck
     ) -> Encoded[pb.ExplainResponse]:
         full = full_view(request.view)
         catalog = _request_catalog(base, request.catalog, fields)
@@ -310,7 +310,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         if which == "inference_service":
             isvc = parse_isvc(request.inference_service, fields)
             with under(ISVC_FIELD):
-                explanation = decide.explain_isvc(catalog, isvc, revision, fast=self._fast("Explain", request))
+                explanation = decider.explain_isvc(catalog, isvc)
         elif which == "model":
             if not request.model.model.name:
                 raise InvalidInput("model.model.name", "is required")
@@ -321,15 +321,13 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                 )
             ref = ModelRef(request.model.model.name, kind)
             with under("model"):
-                explanation = decide.explain_model(
-                    catalog, ref, request.model.namespace, revision, fast=self._fast("Explain", request)
-                )
+                explanation = decider.explain_model(catalog, ref, request.model.namespace)
         else:
             raise InvalidInput("subject", "is required: set inference_service or model")
         head = pb.ExplainResponse(
             model_format=explanation.model_format,
             model_name=explanation.model.meta.name,
-            revisions=self._revisions(revision, catalog),
+            revisions=self._revisions(decider, catalog),
         )
         identities = responses.scope_identities(explanation.scope)
         rows = responses.Rows(identities, explanation.verdicts, explanation.kept, full=full)
@@ -339,11 +337,11 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("Resolve", request, context, self._resolve)
 
     def _resolve(
-        self, request: pb.ResolveRequest, revision: Revision, base: Catalog, fields: FieldCheck
+        self, request: pb.ResolveRequest, decider: Decider, base: Catalog, fields: FieldCheck
     ) -> pb.ResolveResponse:
         lookup, isvc, catalog = _looked_up(request, base, fields)
         with under(ISVC_FIELD):
-            result = decide.resolve(catalog, isvc, revision, lookup, fast=self._fast("Resolve", request))
+            result = decider.resolve(catalog, isvc, lookup)
         verdict = result.verdict
         resolved = result.runtime if result.refusal is None else None
         return pb.ResolveResponse(
@@ -357,25 +355,25 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             event_reason=result.event_reason,
             rejection=responses.rejection(result.refusal),
             entry_index=result.entry_index,
-            revisions=self._revisions(revision, catalog),
+            revisions=self._revisions(decider, catalog),
         )
 
     def Effective(self, request: pb.EffectiveRequest, context: grpc.ServicerContext) -> pb.EffectiveResponse:
         return self._serve("Effective", request, context, self._effective)
 
     def _effective(
-        self, request: pb.EffectiveRequest, revision: Revision, base: Catalog, fields: FieldCheck
+        self, request: pb.EffectiveRequest, decider: Decider, base: Catalog, fields: FieldCheck
     ) -> pb.EffectiveResponse:
         lookup, isvc, catalog = _looked_up(request, base, fields)
         with under(ISVC_FIELD):
-            result = decide.effective(catalog, isvc, revision, lookup, fast=self._fast("Effective", request))
+            result = decider.effective(catalog, isvc, lookup)
         runtime = result.runtime
         answer = pb.EffectiveResponse(
             runtime=runtime.meta.name if runtime else "",
             runtime_kind=runtime.kind if runtime else "",
             components=_modes(result),
             errors=[r for e in result.errors if (r := responses.rejection(e)) is not None],
-            revisions=self._revisions(revision, catalog),
+            revisions=self._revisions(decider, catalog),
         )
         if result.choice is not None:
             answer.selection.CopyFrom(_selection(result.choice))
@@ -386,12 +384,12 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("Decide", request, context, self._decide)
 
     def _decide(
-        self, request: pb.DecideRequest, revision: Revision, base: Catalog, fields: FieldCheck
+        self, request: pb.DecideRequest, decider: Decider, base: Catalog, fields: FieldCheck
     ) -> pb.DecideResponse:
         lookup, isvc, catalog = _looked_up(request, base, fields)
         with under(ISVC_FIELD):
-            result = decide.decide(catalog, isvc, revision, lookup, fast=self._fast("Decide", request))
-        answer = pb.DecideResponse(revisions=self._revisions(revision, catalog), named=isvc.runtime is not None)
+            result = decider.decide(catalog, isvc, lookup)
+        answer = pb.DecideResponse(revisions=self._revisions(decider, catalog), named=isvc.runtime is not None)
         runtime: ServingRuntime | None = None
         if (resolution := result.resolution) is not None:
             refusal, runtime, answer.entry_index = resolution.refusal, resolution.runtime, resolution.entry_index
@@ -419,9 +417,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     def Admit(self, request: pb.AdmitRequest, context: grpc.ServicerContext) -> pb.AdmitResponse:
         return self._serve("Admit", request, context, self._admit)
 
-    def _admit(
-        self, request: pb.AdmitRequest, revision: Revision, base: Catalog, fields: FieldCheck
-    ) -> pb.AdmitResponse:
+    def _admit(self, request: pb.AdmitRequest, decider: Decider, base: Catalog, fields: FieldCheck) -> pb.AdmitResponse:
         if not request.HasField("object"):
             raise InvalidInput(
                 ADMIT_FIELD, "is required: the InferenceService, ServingRuntime or ClusterServingRuntime under review"
@@ -430,9 +426,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         catalog = _request_catalog(base, request.catalog, fields)
         with under(ADMIT_FIELD):
             if isinstance(obj, InferenceService):
-                result = admission.admit_isvc(catalog, obj, revision, fast=self._fast("Admit", request))
+                result = admission.admit_isvc(catalog, obj, decider)
             elif isinstance(obj, ServingRuntime):
-                result = admission.admit_runtime(catalog, obj, revision)
+                result = admission.admit_runtime(catalog, obj, decider.revision)
             else:
                 kinds = "InferenceService, ServingRuntime, ClusterServingRuntime"
                 raise InvalidInput("kind", f"{obj.kind} has no admission webhook (one of {kinds})")
@@ -441,25 +437,25 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             denial=responses.rejection(result.denial),
             warnings=list(result.warnings),
             missing=[object_key(k) for k in result.missing],
-            revisions=self._revisions(revision, catalog),
+            revisions=self._revisions(decider, catalog),
         )
 
     def Default(self, request: pb.DefaultRequest, context: grpc.ServicerContext) -> pb.DefaultResponse:
         return self._serve("Default", request, context, self._default)
 
     def _default(
-        self, request: pb.DefaultRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
+        self, request: pb.DefaultRequest, decider: Decider, catalog: Catalog, fields: FieldCheck
     ) -> pb.DefaultResponse:
         isvc = parse_isvc(request.inference_service, fields)
         return pb.DefaultResponse(
-            patch=admission.default_patch(isvc, revision), revisions=self._revisions(revision, catalog)
+            patch=admission.default_patch(isvc, decider.revision), revisions=self._revisions(decider, catalog)
         )
 
     def InspectModel(self, request: pb.InspectModelRequest, context: grpc.ServicerContext) -> pb.InspectModelResponse:
         return self._serve("InspectModel", request, context, self._inspect)
 
     def _inspect(
-        self, request: pb.InspectModelRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
+        self, request: pb.InspectModelRequest, decider: Decider, catalog: Catalog, fields: FieldCheck
     ) -> pb.InspectModelResponse:
         base = object_manifest(request.base_model, "base_model") if request.HasField("base_model") else None
         if base is not None and base.get("kind") not in MODEL_KINDS:
@@ -483,10 +479,10 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("ApplyObjects", request, context, self._apply)
 
     def _apply(
-        self, request: pb.ApplyObjectsRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
+        self, request: pb.ApplyObjectsRequest, decider: Decider, catalog: Catalog, fields: FieldCheck
     ) -> pb.ApplyObjectsResponse:
         objects = [catalog_object(o, f"objects[{i}]", fields) for i, o in enumerate(request.objects)]
-        if (refused := decide.first_catalog_refusal(revision, objects)) is not None:
+        if (refused := first_catalog_refusal(decider.revision, objects)) is not None:
             i, refusal = refused
             raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
         updated, changes = self.state.replace(objects) if request.replace else self.state.apply(objects)
@@ -505,7 +501,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("DeleteObjects", request, context, self._delete)
 
     def _delete(
-        self, request: pb.DeleteObjectsRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
+        self, request: pb.DeleteObjectsRequest, decider: Decider, catalog: Catalog, fields: FieldCheck
     ) -> pb.DeleteObjectsResponse:
         updated, changes = self.state.delete(catalog_keys(request.keys))
         return pb.DeleteObjectsResponse(
@@ -518,7 +514,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("GetObjects", request, context, self._get_objects)
 
     def _get_objects(
-        self, request: pb.GetObjectsRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
+        self, request: pb.GetObjectsRequest, decider: Decider, catalog: Catalog, fields: FieldCheck
     ) -> pb.GetObjectsResponse:
         found = []
         for key in catalog_keys(request.keys):
@@ -530,11 +526,11 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return self._serve("GetStatus", request, context, self._status)
 
     def _status(
-        self, request: pb.GetStatusRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
+        self, request: pb.GetStatusRequest, decider: Decider, catalog: Catalog, fields: FieldCheck
     ) -> pb.GetStatusResponse:
         a = self.state.last_attempt
         reply = pb.GetStatusResponse(
-            revisions=self._revisions(revision, catalog),
+            revisions=self._revisions(decider, catalog),
             last_attempt=pb.RuleLoadAttempt(
                 revision=a.revision,
                 ok=a.ok,

@@ -16,7 +16,8 @@ from typing import Any
 from policyd.catalog.directory import DirectoryLoad, no_collection
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
 from policyd.catalog.source import CatalogSource, Signature
-from policyd.decision.orchestrator import catalog_refusals, prepare, retire
+from policyd.decision.decider import Decider
+from policyd.decision.runtime_alone import catalog_refusals
 from policyd.kube.sync import Refusal
 from policyd.memo import Lru
 from policyd.policy.loader import RuleFileError
@@ -89,12 +90,6 @@ class DecisionCache:
             self._items.put(key, (value, warnings))
 
 
-def close_revision(revision: Revision) -> None:
-    """Free a revision nothing decides at any more: its engine and what its decisions memoised."""
-    revision.engine.close()
-    retire(revision)
-
-
 class ServingState:
     def __init__(
         self,
@@ -115,16 +110,17 @@ class ServingState:
         self._lock = threading.Lock()
         self.cache = DecisionCache(cache_bytes)
         try:
-            self.revision: Revision = build_revision(rules_dir)
+            self.decider = Decider(build_revision(rules_dir))
             self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
         except RuleFileError as err:
             if last_good_rules is None:
                 raise
-            self.revision = build_revision(last_good_rules)
+            self.decider = Decider(build_revision(last_good_rules))
             self.last_attempt = ReloadAttempt(
                 self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line
             )
-        self._refs: RefCounts[Revision] = RefCounts(close_revision)
+        # a decider swapped out by a reload is closed once the calls deciding with it end
+        self._refs: RefCounts[Decider] = RefCounts(Decider.close)
         self.catalog_errors: list[str] = []  # the faults, then the refused manifests
         self.catalog_faults: list[str] = []  # files (or the directory) whose last good content serves
         self.on_catalog: Callable[[], None] = lambda: None  # after each directory load (metrics)
@@ -151,8 +147,9 @@ class ServingState:
             attempt = ReloadAttempt(self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line)
         else:
             revision.engine.warm_from(self.revision.engine)
-            prepare(revision, self._catalog)
-            self._refs.retire(self.revision, lambda: setattr(self, "revision", revision))
+            decider = Decider(revision)
+            decider.prepare(self._catalog)
+            self._refs.retire(self.decider, lambda: setattr(self, "decider", decider))
             attempt = ReloadAttempt(revision.id, True, time.time())
         self.last_attempt = attempt
         self._on_reload(attempt)
@@ -167,9 +164,14 @@ class ServingState:
         """The catalog snapshot serving now."""
         return self._catalog
 
-    def hold_revision(self) -> AbstractContextManager[Revision]:
-        """The current rules revision, kept open for the block (a reload closes it only after)."""
-        return self._refs.hold(lambda: self.revision)
+    @property
+    def revision(self) -> Revision:
+        """The rules revision serving now."""
+        return self.decider.revision
+
+    def hold_decider(self) -> AbstractContextManager[Decider]:
+        """The current rules revision's decider, kept open for the block (a reload closes it only after)."""
+        return self._refs.hold(lambda: self.decider)
 
     def _served(self, key: Key) -> CatalogObject | None:
         """What the catalog serves at ``key``: the API's change, else the directory's object."""
@@ -195,7 +197,7 @@ class ServingState:
                 upserts.append(served)
         if upserts or deletes:
             self._catalog = current.changed(upserts, deletes)
-            prepare(self.revision, self._catalog)
+            self.decider.prepare(self._catalog)
 
     def _retry_in(self, seconds: float) -> None:
         """Load again once the file being written has settled (no watcher event may follow)."""
@@ -218,9 +220,9 @@ class ServingState:
             log.error("catalog fault; the last good content keeps serving", extra={"error": fault})
         errors, accepted = list(loaded.errors), []
         runtimes = [o for o in loaded.objects if isinstance(o, ServingRuntime)]
-        with self.hold_revision() as revision:
+        with self.hold_decider() as decider:
             # What the webhook would refuse in a runtime never enters the catalog.
-            refused = dict(zip(map(id, runtimes), catalog_refusals(revision, runtimes), strict=True))
+            refused = dict(zip(map(id, runtimes), catalog_refusals(decider.revision, runtimes), strict=True))
         for obj in loaded.objects:
             refusals = refused.get(id(obj), [])
             errors.extend(f"{obj.kind}/{obj.meta.name}: {r.field}: {r.message}" for r in refusals)
@@ -255,8 +257,8 @@ class ServingState:
         version too (deciding on a version the cluster no longer has would be wrong), and
         returned. One catalog revision for the change, from the keys it touched."""
         runtimes = [o for o in objects if isinstance(o, ServingRuntime)]
-        with self.hold_revision() as revision:
-            judged = dict(zip(map(id, runtimes), catalog_refusals(revision, runtimes), strict=True))
+        with self.hold_decider() as decider:
+            judged = dict(zip(map(id, runtimes), catalog_refusals(decider.revision, runtimes), strict=True))
         refused = []
         with self._lock:
             keys = set(deleted)

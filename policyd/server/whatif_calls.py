@@ -14,16 +14,17 @@ from typing import TypeVar
 
 from policyd.catalog.snapshot import Catalog, CatalogObject
 from policyd.contract import policy_pb2 as pb
-from policyd.decision import orchestrator
+from policyd.decision.decider import Decider
+from policyd.decision.runtime_alone import first_catalog_refusal
 from policyd.errors import InvalidInput
 from policyd.memo import Lru
 from policyd.policy.loader import RuleFileError
-from policyd.policy.revision import Revision, build_revision_texts
+from policyd.policy.revision import build_revision_texts
 from policyd.resources.objects import InferenceService
 from policyd.server import responses
 from policyd.server.fieldcheck import FieldCheck
 from policyd.server.requests import catalog_keys, catalog_object, object_key, parse_isvc
-from policyd.server.state import ServingState, close_revision
+from policyd.server.state import ServingState
 from policyd.server.whatif_revisions import KeptRevisions
 from policyd.whatif.lint import Linting, lint
 from policyd.whatif.simulate import Cause, Decision, decide, propose, simulate
@@ -61,44 +62,44 @@ def _cause(value: Cause) -> pb.ChangeCause:
 class WhatIf:
     def __init__(self, state: ServingState) -> None:
         self.state = state
-        self._revisions = KeptRevisions(4, close_revision)
+        self._revisions = KeptRevisions(4)
         # slim decisions (no verdicts but the chosen runtime's) by revisions and InferenceService
         self._decisions: Lru[tuple[str, str, str], Decision] = Lru(50_000)
         self._lints: Lru[tuple[str, str], Linting] = Lru(4)
 
-    def _rules(self, files: Sequence[pb.RuleFile], serving: Revision) -> AbstractContextManager[Revision]:
-        """The revision of the rule files sent, beside the serving rules, held for the block; the
-        serving one (which the call holds) for none."""
+    def _rules(self, files: Sequence[pb.RuleFile], serving: Decider) -> AbstractContextManager[Decider]:
+        """A plain decider of the rule files sent, beside the serving rules, held for the block;
+        the serving one (which the call holds) for none."""
         if not files:
             return nullcontext(serving)
         texts = [(f.name or f"rules[{i}]", f.content) for i, f in enumerate(files)]
         digest = hashlib.sha256(b"\0".join(f"{n}\0{c}".encode() for n, c in texts)).hexdigest()
 
-        def build() -> Revision:
+        def build() -> Decider:
             try:
-                return build_revision_texts(texts, "rules", self.state.rules_dir)
+                return Decider(build_revision_texts(texts, "rules", self.state.rules_dir), shortcuts=False)
             except RuleFileError as err:
                 raise InvalidInput("rules", str(err)) from None
 
-        return self._revisions.held((digest, serving.id), build)
+        return self._revisions.held((digest, serving.revision.id), build)
 
-    def _cached(self, catalog: Catalog, isvc: InferenceService, revision: Revision) -> Decision:
-        key = (revision.id, catalog.revision, isvc.digest)
-        return self._decisions.get_or(key, lambda: decide(catalog, isvc, revision).slim())
+    def _cached(self, catalog: Catalog, isvc: InferenceService, decider: Decider) -> Decision:
+        key = (decider.revision.id, catalog.revision, isvc.digest)
+        return self._decisions.get_or(key, lambda: decide(catalog, isvc, decider).slim())
 
     def simulate(
-        self, request: pb.SimulateRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
+        self, request: pb.SimulateRequest, decider: Decider, catalog: Catalog, fields: FieldCheck
     ) -> pb.SimulateResponse:
-        with self._rules(request.rules, revision) as after_rules:
-            return self._simulate(request, revision, catalog, fields, after_rules)
+        with self._rules(request.rules, decider) as after_rules:
+            return self._simulate(request, decider, catalog, fields, after_rules)
 
     def _simulate(
         self,
         request: pb.SimulateRequest,
-        revision: Revision,
+        decider: Decider,
         catalog: Catalog,
         fields: FieldCheck,
-        after_rules: Revision,
+        after_rules: Decider,
     ) -> pb.SimulateResponse:
         applied = [catalog_object(o, f"apply[{i}]", fields) for i, o in enumerate(request.apply)]
         _refused(applied, after_rules)
@@ -106,7 +107,7 @@ class WhatIf:
         given = [
             parse_isvc(value, fields, f"inference_services[{i}]") for i, value in enumerate(request.inference_services)
         ]
-        result = simulate((catalog, revision), (proposal.catalog, after_rules), given, self._cached)
+        result = simulate((catalog, decider), (proposal.catalog, after_rules), given, self._cached)
         return pb.SimulateResponse(
             changes=[
                 pb.DecisionChange(
@@ -118,29 +119,27 @@ class WhatIf:
                 for c in result.changes
             ],
             decided=result.decided,
-            before=pb.Revisions(rules_revision=revision.id, catalog_revision=catalog.revision),
-            after=pb.Revisions(rules_revision=after_rules.id, catalog_revision=proposal.catalog.revision),
+            before=pb.Revisions(rules_revision=decider.revision.id, catalog_revision=catalog.revision),
+            after=pb.Revisions(rules_revision=after_rules.revision.id, catalog_revision=proposal.catalog.revision),
             objects=[pb.ObjectChange(key=object_key(k), action=a) for k, a in proposal.actions],
         )
 
-    def lint(
-        self, request: pb.LintRequest, revision: Revision, catalog: Catalog, fields: FieldCheck
-    ) -> pb.LintResponse:
-        with self._rules(request.rules, revision) as rules:
-            found = self._lints.get_or((rules.id, catalog.revision), lambda: lint(catalog, rules))
+    def lint(self, request: pb.LintRequest, decider: Decider, catalog: Catalog, fields: FieldCheck) -> pb.LintResponse:
+        with self._rules(request.rules, decider) as rules:
+            found = self._lints.get_or((rules.revision.id, catalog.revision), lambda: lint(catalog, rules))
         return pb.LintResponse(
             findings=[
                 pb.Finding(id=f.id, severity=f.severity, objects=[object_key(k) for k in f.objects], message=f.message)
                 for f in found.findings
             ],
-            revisions=pb.Revisions(rules_revision=rules.id, catalog_revision=catalog.revision),
+            revisions=pb.Revisions(rules_revision=rules.revision.id, catalog_revision=catalog.revision),
             catalog_errors=self.state.catalog_errors,
             models_decided=found.models_decided,
         )
 
 
-def _refused(objects: Sequence[CatalogObject], revision: Revision) -> None:
+def _refused(objects: Sequence[CatalogObject], decider: Decider) -> None:
     """What ApplyObjects would refuse is refused here too: a runtime the policy refuses in itself."""
-    if (refused := orchestrator.first_catalog_refusal(revision, objects)) is not None:
+    if (refused := first_catalog_refusal(decider.revision, objects)) is not None:
         i, refusal = refused
         raise InvalidInput(f"apply[{i}].{refusal.field}", refusal.message)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from policyd.catalog.snapshot import Catalog, Key
+from policyd.decision.decider import Decider
 from policyd.policy import templates
-from policyd.policy.revision import Revision
 from policyd.records import LINT_SCOPES
 from policyd.whatif.lint_facts import lint_records
 
@@ -27,12 +27,12 @@ class Linting:
     models_decided: int
 
 
-def lint(catalog: Catalog, revision: Revision) -> Linting:
-    records, decided = lint_records(catalog, revision)
+def lint(catalog: Catalog, decider: Decider) -> Linting:
+    records, decided = lint_records(catalog, decider)
     findings: list[tuple[int, int, Finding]] = []
     for scope in LINT_SCOPES:
         mine = [(i, r) for i, r in enumerate(records) if r.scope == scope]
-        fired = revision.engine.fire(scope, [r.record for _, r in mine])
+        fired = decider.revision.engine.fire(scope, [r.record for _, r in mine])
         for (at, record), hits in zip(mine, fired, strict=True):
             for rule in hits:
                 if rule.effect == "finding":

@@ -1,5 +1,5 @@
 """The records of the lint scopes (policyd/facts/fields.py): what the catalog is, and what the
-orchestrator decides for each of its models. Derivation only describes; the lint rules judge.
+Decider decides for each of its models. Derivation only describes; the lint rules judge.
 
 Each catalog model is decided as a plain InferenceService naming only it would be (Select, no
 accelerator class, no mode asked): a ClusterBaseModel in ``default`` and in every namespace
@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from policyd.catalog.snapshot import Catalog, Key, key_of
-from policyd.decision import orchestrator
+from policyd.decision.answers import Selection
+from policyd.decision.decider import Decider
 from policyd.decision.ranking import deciding_key
+from policyd.decision.runtime_alone import refusal_when_named
+from policyd.decision.verdicts import RuntimeVerdict
 from policyd.errors import InvalidInput
 from policyd.facts.admission import profile
 from policyd.facts.derive import entry_alone_facts, intrinsic_facts, model_record
@@ -73,7 +76,7 @@ def _as_isvc(model: BaseModel, namespace: str) -> InferenceService:
     )
 
 
-def _model(model: BaseModel, namespace: str, selection: orchestrator.Selection) -> LintRecord:
+def _model(model: BaseModel, namespace: str, selection: Selection) -> LintRecord:
     ranking = selection.ranking
     refusal = selection.refusal
     chosen = ranking[0] if ranking else None
@@ -101,9 +104,9 @@ def _model(model: BaseModel, namespace: str, selection: orchestrator.Selection) 
     return LintRecord(LINT_MODEL, record, objects)
 
 
-def _count(tallies: dict[Key, _Tally], selection: orchestrator.Selection) -> None:
+def _count(tallies: dict[Key, _Tally], selection: Selection, judged: Sequence[RuntimeVerdict]) -> None:
     chosen = selection.ranking[0] if selection.ranking else None
-    for verdict in selection.judged:
+    for verdict in judged:
         tally = tallies[key_of(verdict.runtime)]
         tally.models += 1
         tally.compatible += verdict.compatible
@@ -119,7 +122,7 @@ def _count(tallies: dict[Key, _Tally], selection: orchestrator.Selection) -> Non
 
 
 def _runtime(runtime: ServingRuntime, tally: _Tally, revision: Revision) -> Record:
-    refused = orchestrator.refusal_when_named(revision, runtime)
+    refused = refusal_when_named(revision, runtime)
     return {
         **intrinsic_facts(runtime),
         "lint_models": tally.models,
@@ -249,7 +252,7 @@ def _accelerators(catalog: Catalog) -> list[LintRecord]:
     return out
 
 
-def lint_records(catalog: Catalog, revision: Revision) -> tuple[list[LintRecord], int]:
+def lint_records(catalog: Catalog, decider: Decider) -> tuple[list[LintRecord], int]:
     """Every lint record of the catalog, and how many (model, namespace) pairs were decided."""
     tallies: dict[Key, _Tally] = {key: _Tally() for key in catalog.runtimes}
     models: list[LintRecord] = []
@@ -257,20 +260,20 @@ def lint_records(catalog: Catalog, revision: Revision) -> tuple[list[LintRecord]
     for model, namespace in subjects:
         isvc = _as_isvc(model, namespace)
         try:
-            selection = orchestrator.select(catalog, isvc, revision, fast=False)
+            selection, judged = decider.explain_all(catalog, isvc)
         except InvalidInput:
             continue  # a model no InferenceService can name is the manifest's error, reported by the catalog
         models.append(_model(model, namespace, selection))
-        _count(tallies, selection)
+        _count(tallies, selection, judged)
     runtimes, entries = [], []
     for key, runtime in sorted(catalog.runtimes.items()):
         tally = tallies[key]
-        record = _runtime(runtime, tally, revision)
+        record = _runtime(runtime, tally, decider.revision)
         runtimes.append(LintRecord(LINT_RUNTIME, record, (key,)))
         for entry in runtime.entries:
             entry_record = {
                 **record,
-                **entry_alone_facts(entry, revision.policy.scoring),
+                **entry_alone_facts(entry, decider.policy.scoring),
                 "lint_entry_matching": tally.matching[entry.index],
                 "lint_entry_selected": tally.selected[entry.index],
             }

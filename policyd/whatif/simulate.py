@@ -1,10 +1,10 @@
 """What a proposed change would do to every InferenceService's decision, before it is made.
 
-Both sides are decided by the orchestrator (Select, or Resolve for a named runtime) — the one
+Both sides are decided by a Decider (Select, or Resolve for a named runtime) — the one
 path from facts to answers — on the catalog and rules as they are and as they would be. Why a
 decision changed is read from the verdicts of the runtimes involved: the old choice's first
 reason after, the new one's first reason before, the ranking key that now puts another first.
-Pure: catalogs and revisions in, a Simulation out."""
+Pure: catalogs and deciders in, a Simulation out."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of, make_key
-from policyd.decision import orchestrator
+from policyd.decision.answers import Resolution, Selection
+from policyd.decision.decider import Decider
 from policyd.decision.ranking import deciding_key
 from policyd.decision.verdicts import RuntimeVerdict
 from policyd.errors import InvalidInput
 from policyd.policy.outcomes import Reason, Refusal
-from policyd.policy.revision import Revision
 from policyd.resources.objects import InferenceService, ServingRuntime
 
 SELECTED, RESOLVED, REFUSED, ABSENT, INVALID = "selected", "resolved", "refused", "absent", "invalid"
@@ -119,25 +119,26 @@ def propose(catalog: Catalog, apply: Sequence[CatalogObject], delete: Sequence[K
     return Proposal(Catalog.of(objects.values()), tuple(actions))
 
 
-def decide(catalog: Catalog, isvc: InferenceService, revision: Revision) -> Decision:
-    """The orchestrator's decision for one InferenceService: Resolve when it names its runtime, else Select."""
+def decide(catalog: Catalog, isvc: InferenceService, decider: Decider) -> Decision:
+    """The decision for one InferenceService: Resolve when it names its runtime, else Select
+    with every runtime judged (for the causes of a change)."""
     try:
         if isvc.runtime is not None:
-            return _resolved(orchestrator.resolve(catalog, isvc, revision))
-        return _selected(orchestrator.select(catalog, isvc, revision, fast=False))
+            return _resolved(decider.resolve(catalog, isvc))
+        return _selected(*decider.explain_all(catalog, isvc))
     except InvalidInput as err:
         return Decision(INVALID, refusal=Refusal("", err.message, err.field, "", "", "", 0))
 
 
-def _selected(selection: orchestrator.Selection) -> Decision:
-    judged = {key_of(v.runtime): v for v in selection.judged}
+def _selected(selection: Selection, every: Sequence[RuntimeVerdict]) -> Decision:
+    judged = {key_of(v.runtime): v for v in every}
     if selection.refusal is not None or not selection.ranking:
         return Decision(REFUSED, refusal=selection.refusal, judged=judged)
     first = selection.ranking[0]
     return Decision(SELECTED, first.runtime, first, first.entry_index, judged=judged)
 
 
-def _resolved(resolution: orchestrator.Resolution) -> Decision:
+def _resolved(resolution: Resolution) -> Decision:
     verdict = resolution.verdict
     judged = {key_of(verdict.runtime): verdict} if verdict is not None else {}
     if resolution.refusal is not None or resolution.runtime is None:
@@ -146,12 +147,12 @@ def _resolved(resolution: orchestrator.Resolution) -> Decision:
     return Decision(RESOLVED, resolution.runtime, verdict, resolution.entry_index, advisory=advisory, judged=judged)
 
 
-Decide = Callable[[Catalog, InferenceService, Revision], Decision]
+Decide = Callable[[Catalog, InferenceService, Decider], Decision]
 
 
 def simulate(
-    before: tuple[Catalog, Revision],
-    after: tuple[Catalog, Revision],
+    before: tuple[Catalog, Decider],
+    after: tuple[Catalog, Decider],
     given: Sequence[InferenceService] = (),
     decide_before: Decide = decide,
 ) -> Simulation:
@@ -160,6 +161,7 @@ def simulate(
     of slim decisions; a decision that changes is decided again in full, for its causes. Changes
     keep slim decisions: every verdict of every InferenceService would not fit in memory."""
     (old, old_rev), (new, new_rev) = before, after
+    rules_alike = old_rev.revision.id == new_rev.revision.id
     mine = {key_of(i): i for i in given}
     keys = sorted({*old.inference_services, *new.inference_services, *mine})
     runtimes, models = _changed(old.runtimes, new.runtimes), _changed(old.models, new.models)
@@ -169,7 +171,7 @@ def simulate(
     for key in keys:
         then = mine.get(key) or old.inference_services.get(key)
         now = mine.get(key) or new.inference_services.get(key)
-        same = then is not None and now is not None and then.digest == now.digest and old_rev.id == new_rev.id
+        same = then is not None and now is not None and then.digest == now.digest and rules_alike
         if same and now is not None and classes_alike and _decided_alike(now, old, new, new_rev, runtimes, models):
             continue
         was = decide_before(old, then, old_rev) if then is not None else Decision(ABSENT)
@@ -189,7 +191,7 @@ def _changed(old: Mapping[Key, Any], new: Mapping[Key, Any]) -> set[Key]:
 
 
 def _decided_alike(
-    isvc: InferenceService, old: Catalog, new: Catalog, revision: Revision, runtimes: set[Key], models: set[Key]
+    isvc: InferenceService, old: Catalog, new: Catalog, decider: Decider, runtimes: set[Key], models: set[Key]
 ) -> bool:
     """Whether Select (or Resolve) must answer alike on both catalogs, without deciding: under
     one revision and one set of AcceleratorClasses a decision reads the InferenceService, its
@@ -206,7 +208,7 @@ def _decided_alike(
     touched = [k for k in runtimes if k[0] == "ClusterServingRuntime" or k[1] == namespace]
     for catalog in (old, new):
         present = [catalog.runtimes[k] for k in touched if k in catalog.runtimes]
-        if present and any(v.selectable for v in orchestrator.judge(catalog, isvc, revision, present)):
+        if present and any(v.selectable for v in decider.judge(catalog, isvc, present)):
             return False
     return True
 

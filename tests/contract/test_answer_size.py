@@ -10,7 +10,7 @@ import copy
 import pytest
 
 from policyd.contract import policy_pb2 as pb
-from policyd.decision import orchestrator
+from policyd.decision import decider
 from policyd.edge import limits
 from policyd.server import responses
 
@@ -37,7 +37,7 @@ def test_a_no_runtime_answer_too_large_lists_what_fits_and_counts_the_rest(
     monkeypatch.setattr(responses, "ROWS_AT_ONCE", at_once)
     whole = harness.ok("Select", pb.SelectRequest(inference_service=isvc_text(isvc_manifest()), catalog=_catalog()))
     assert len(whole.excluded) == RUNTIMES and whole.excluded_omitted == 0 and "more" not in whole.error
-    monkeypatch.setattr(orchestrator, "LISTED_TEXT_LIMIT", 2000)
+    monkeypatch.setattr(decider, "LISTED_TEXT_LIMIT", 2000)
     monkeypatch.setattr(limits, "RESPONSE_BUDGET", 12000)  # the message is in it three times
     cut = Harness().ok("Select", pb.SelectRequest(inference_service=isvc_text(isvc_manifest()), catalog=_catalog()))
     listed = cut.error.count("excluded-")

@@ -26,7 +26,7 @@ from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog, CatalogObject
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
-from policyd.decision.orchestrator import prepare, select
+from policyd.decision.decider import Decider
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_object
 from policyd.resources.objects import InferenceService, ServingRuntime
@@ -113,7 +113,11 @@ def _named_requests(catalog: Catalog) -> Iterator[tuple[str, Message]]:
                     yield f"Resolve {label}", pb.ResolveRequest(inference_service=given)
 
 
-def _answer(servicer: PolicyServicer, request: Message, revision: Revision, catalog: Catalog) -> bytes:
+SERVICER = PolicyServicer(None, DecisionLog(None))  # type: ignore[arg-type]  # its handlers alone
+
+
+def _answer(request: Message, decider: Decider, catalog: Catalog) -> bytes:
+    servicer = SERVICER
     handler = {
         pb.SelectRequest: servicer._select,
         pb.ExplainRequest: servicer._explain,
@@ -121,7 +125,7 @@ def _answer(servicer: PolicyServicer, request: Message, revision: Revision, cata
         pb.AdmitRequest: servicer._admit,
         pb.ResolveRequest: servicer._resolve,
     }[type(request)]
-    answer = handler(request, revision, catalog, FieldCheck())  # type: ignore[operator]
+    answer = handler(request, decider, catalog, FieldCheck())  # type: ignore[operator]
     message = answer.message() if isinstance(answer, Encoded) else answer
     return message.SerializeToString(deterministic=True)  # type: ignore[no-any-return]
 
@@ -164,22 +168,20 @@ def _changed(catalog: Catalog) -> Catalog:
 def test_fast_path_answers_every_request_as_the_plain_path(
     catalog: str, rules: str, revisions: dict[str, Revision]
 ) -> None:
-    revision = revisions[rules]
-    fast = PolicyServicer(None, DecisionLog(None), fast=True)  # type: ignore[arg-type]
-    plain = PolicyServicer(None, DecisionLog(None), fast=False)  # type: ignore[arg-type]
+    fast = Decider(revisions[rules])
     first = _catalog(catalog)
     requests = [*_requests(), *_named_requests(first)]
-    prepare(revision, first)  # as the daemon does on loading: carried over to the changed snapshot
+    fast.prepare(first)  # as the daemon does on loading: carried over to the changed snapshot
     for snapshot in (first, _changed(first)):
         differ = []
         for what, request in requests:
-            expected = _answer(plain, request, revision, snapshot)
-            if _answer(fast, request, revision, snapshot) != expected:
+            expected = _answer(request, fast.plain(), snapshot)
+            if _answer(request, fast, snapshot) != expected:
                 differ.append(what)
             if request.DESCRIPTOR.fields_by_name.get("view"):
                 basic, answer = _basic(request, expected)
                 # asked twice: judged, then from what the first answer kept (verdicts, encodings)
-                if {_answer(fast, basic, revision, snapshot) for _ in range(2)} != {answer}:
+                if {_answer(basic, fast, snapshot) for _ in range(2)} != {answer}:
                     differ.append(f"{what} (basic view)")
         assert differ == [], f"the fast path differs from the plain path for {differ[:5]}"
     assert len(requests) > 300
@@ -206,12 +208,12 @@ def test_rules_reloaded_over_one_catalog_choose_from_their_own_candidates(
     extra.write_text(NO_LLAMA)
     strict, bundled = _rules(tmp_path_factory, extra), build_revision(RULES)
     catalog = _catalog("OME catalog")
-    fast = PolicyServicer(None, DecisionLog(None), fast=True)  # type: ignore[arg-type]
-    plain = PolicyServicer(None, DecisionLog(None), fast=False)  # type: ignore[arg-type]
+    deciders = {"strict": Decider(strict), "bundled": Decider(bundled)}
     selects = [(what, r) for what, r in _requests() if isinstance(r, pb.SelectRequest)]
-    for revision in (strict, bundled, strict):
-        prepare(revision, catalog)
-        differ = [w for w, r in selects if _answer(fast, r, revision, catalog) != _answer(plain, r, revision, catalog)]
+    for rules in ("strict", "bundled", "strict"):
+        fast = deciders[rules]
+        fast.prepare(catalog)
+        differ = [w for w, r in selects if _answer(r, fast, catalog) != _answer(r, fast.plain(), catalog)]
         assert differ == [], f"the fast path differs from the plain path for {differ[:5]}"
 
 
@@ -262,20 +264,15 @@ def test_an_accelerator_class_edited_changes_the_fast_paths_answers_as_the_plain
     runtimes = [_runtime_on("srt-a", ["gpu-a"]), _runtime_on("srt-b", ["gpu-b"])]
     big = Catalog.of([*_parsed([*runtimes, model_manifest()]), _accelerator_class("80Gi")])
     small = big.changed([_accelerator_class("16Gi")])
-    fast = PolicyServicer(None, DecisionLog(None), fast=True)  # type: ignore[arg-type]
-    plain = PolicyServicer(None, DecisionLog(None), fast=False)  # type: ignore[arg-type]
+    fast = Decider(revision)
     isvc = parse_inference_service(json.loads(next(_gpu_requests())[1].inference_service.manifest))  # type: ignore[attr-defined]
-    prepare(revision, big)
+    fast.prepare(big)
     selected = {}
     for label, snapshot in (("80 GiB", big), ("16 GiB", small), ("80 GiB again", big)):
-        differ = [
-            w
-            for w, r in _gpu_requests()
-            if _answer(fast, r, revision, snapshot) != _answer(plain, r, revision, snapshot)
-        ]
+        differ = [w for w, r in _gpu_requests() if _answer(r, fast, snapshot) != _answer(r, fast.plain(), snapshot)]
         assert differ == [], f"at {label}, the fast path differs from the plain path for {differ}"
         answers = [
-            [v.runtime.meta.name for v in select(snapshot, isvc, revision, fast=f).ranking] for f in (True, False)
+            [v.runtime.meta.name for v in decider.select(snapshot, isvc).ranking] for decider in (fast, fast.plain())
         ]
         assert answers[0] == answers[1], f"at {label}: fast {answers[0]}, plain {answers[1]}"
         selected[label] = answers[1]

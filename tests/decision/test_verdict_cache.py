@@ -13,7 +13,7 @@ from testkit.llama import MODEL_NAME, llama_entry, model_manifest
 from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
-from policyd.decision import orchestrator as decide
+from policyd.decision.decider import Decider
 from policyd.decision.verdict_cache import SharedVerdicts
 from policyd.decision.verdicts import Verdict
 from policyd.policy.revision import Revision, build_revision
@@ -72,7 +72,7 @@ def naming(tmp_path_factory: pytest.TempPathFactory) -> Revision:
 def _counted(revision: Revision, calls: list[int]) -> Any:
     def judge(todo: Sequence[ServingRuntime]) -> list[Verdict]:
         calls.append(len(todo))
-        return [v.verdict for v in decide.judge(CATALOG, ISVC, revision, todo)]
+        return [v.verdict for v in Decider(revision).judge(CATALOG, ISVC, todo)]
 
     return judge
 
@@ -99,7 +99,7 @@ def test_a_verdict_printing_the_runtime_name_is_that_runtimes_own(naming: Revisi
 
 
 def test_explain_names_each_runtime_in_its_own_reason(naming: Revision) -> None:
-    explanation = decide.explain_isvc(CATALOG, ISVC, naming, fast=True)
+    explanation = Decider(naming).explain_isvc(CATALOG, ISVC)
     assert [(v.runtime.meta.name, v.reason.message if v.reason else "") for v in explanation.runtimes] == [
         (r.meta.name, f"runtime {r.meta.name} takes models up to 800B") for r in COPIES
     ]

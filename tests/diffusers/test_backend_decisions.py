@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from testkit import diffusers_backend as kit
+from testkit.deciding import explain_isvc, resolve, select
 from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
-from policyd.decision.orchestrator import explain_isvc, resolve, select
 from policyd.decision.verdicts import RuntimeVerdict
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_object

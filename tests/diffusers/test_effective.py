@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from testkit import diffusers_backend as kit
+from testkit.deciding import effective as decide_effective
 from testkit.shared import RULES
 
 from policyd.backends.diffusers.effective import DiffusersEffective
 from policyd.backends.diffusers.tables import CUDA_FLASH_ATTEMPTS
 from policyd.catalog.snapshot import Catalog
-from policyd.decision.orchestrator import BackendEffect
-from policyd.decision.orchestrator import effective as decide_effective
+from policyd.decision.answers import BackendEffect
 from policyd.policy.revision import build_revision
 from policyd.resources.manifests import parse_inference_service, parse_object
 

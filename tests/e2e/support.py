@@ -78,7 +78,9 @@ def started(command: list[Any], ready: Path, timeout: float = 60, **popen: Any) 
     """A server process (stderr piped) from when it has written its ``--ready-file`` until the block ends.
     It runs in a process group of its own, killed whole at the end whatever happened (the workers
     of ``--processes`` included): no test leaves a process behind."""
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True, **popen)
+    # faulthandler on: a process that does not stop is shown where it hangs (see stop)
+    env = {**popen.pop("env", os.environ), "PYTHONFAULTHANDLER": "1"}
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env, **popen)
     try:
         deadline = time.monotonic() + timeout
         while not ready.exists():
@@ -87,12 +89,12 @@ def started(command: list[Any], ready: Path, timeout: float = 60, **popen: Any) 
             time.sleep(0.05)
         yield proc
     finally:
-        stop(proc, command[0])
+        stop(proc, str(command[2] if command[1:2] == ["-m"] else command[0]))  # the module, for python -m
 
 
 def stop(proc: subprocess.Popen[str], name: str) -> None:
     """SIGTERM, and SIGKILL to its whole process group if it has not stopped within STOP_SECONDS
-    (then an AssertionError with what it printed)."""
+    (then an AssertionError with what it printed, its threads' stacks last)."""
     stuck = False
     if proc.poll() is None:
         proc.terminate()
@@ -100,8 +102,11 @@ def stop(proc: subprocess.Popen[str], name: str) -> None:
             proc.wait(timeout=STOP_SECONDS)
         except subprocess.TimeoutExpired:
             stuck = True
+            proc.send_signal(signal.SIGABRT)  # faulthandler (see started) prints where each thread is
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
     with suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # whatever of its group is left (none, when it stopped cleanly)
     if stuck:
         _, err = proc.communicate()
-        raise AssertionError(f"{name} did not stop within {STOP_SECONDS}s of SIGTERM:\n{err}")
+        raise AssertionError(f"{name} did not stop within {STOP_SECONDS}s of SIGTERM; its threads then:\n{err}")

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from testkit import diffusers_backend as diffusers
+from testkit.deciding import explain_isvc, select
 from testkit.llama import llama_entry
 from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
 from policyd.decision.admission import admit_runtime
-from policyd.decision.orchestrator import explain_isvc, select
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_model, parse_object, parse_runtime
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from testkit.deciding import effective
 from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
 from policyd.clients.renderer.render import RenderInput, RenderResult, render
-from policyd.decision.orchestrator import effective
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_runtime
 from policyd.semantics.modes import EffectiveMode

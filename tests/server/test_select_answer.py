@@ -13,7 +13,7 @@ from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
-from policyd.decision import orchestrator
+from policyd.decision.decider import Decider
 from policyd.policy.revision import build_revision
 from policyd.resources.manifests import parse_inference_service
 from policyd.server import responses
@@ -32,9 +32,9 @@ def _isvc(model: str, name: str) -> dict[str, object]:
 
 
 def test_each_ranked_runtime_reads_as_its_name_kind_score_and_matched_format() -> None:
-    revision = build_revision(RULES)
+    decider = Decider(build_revision(RULES))
     catalog = Catalog.of(load_directory(CATALOG).objects)
-    orchestrator.prepare(revision, catalog)
+    decider.prepare(catalog)
     servicer = PolicyServicer(None, DecisionLog(None))  # type: ignore[arg-type]
     ranked = 0
     for key in sorted(catalog.models):
@@ -50,10 +50,10 @@ def test_each_ranked_runtime_reads_as_its_name_kind_score_and_matched_format() -
                     entry_index=e.entry_index,
                     entry=responses.entry(e.runtime.entries[e.entry_index]),
                 )
-                for e in orchestrator.select(catalog, parse_inference_service(doc), revision).ranking
+                for e in decider.select(catalog, parse_inference_service(doc)).ranking
             ]
             request = pb.SelectRequest(inference_service=rpb.InferenceServiceInput(manifest=json.dumps(doc)))
-            answer = servicer._select(request, revision, catalog, FieldCheck()).message()
+            answer = servicer._select(request, decider, catalog, FieldCheck()).message()
             assert list(answer.ranking) == expected, f"{model} ({name})"
             ranked += len(expected)
     assert ranked > 50

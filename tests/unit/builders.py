@@ -13,6 +13,7 @@ from testkit.shared import CATALOG as CATALOG
 from testkit.shared import SHARED as SHARED
 
 from policyd.catalog.snapshot import Catalog
+from policyd.decision.decider import Decider
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_object
 from policyd.resources.objects import AcceleratorClass, BaseModel, InferenceService, ServingRuntime
@@ -31,6 +32,11 @@ IMAGE = "docker.io/lmsysorg/sglang:v0.5.5.post3-cu129-amd64"
 def default_revision() -> Revision:
     """The bundled rules/, built once for the whole run."""
     return build_revision(RULES)
+
+
+def plain(revision: Revision) -> Decider:
+    """A decider of ``revision`` that judges every runtime and keeps nothing (what-if's)."""
+    return Decider(revision, shortcuts=False)
 
 
 def copy_rules(tmp_path: Path) -> Path:

@@ -6,19 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from testkit.deciding import effective, explain_isvc, explain_model, resolve, select
 
 from policyd.catalog.snapshot import Catalog
+from policyd.decision.answers import Effective, Resolution, Selection
 from policyd.decision.lookup import lookup
-from policyd.decision.orchestrator import (
-    Effective,
-    Resolution,
-    Selection,
-    effective,
-    explain_isvc,
-    explain_model,
-    resolve,
-    select,
-)
 from policyd.decision.verdicts import RuntimeVerdict
 from policyd.errors import InvalidInput
 from policyd.resources.objects import ModelRef

@@ -16,7 +16,7 @@ import pytest
 from policyd.backends import BACKENDS
 from policyd.backends.interface import Backend, Judged
 from policyd.contract import policy_pb2 as pb
-from policyd.decision import orchestrator
+from policyd.decision.decider import Decider
 from policyd.facts import derive, fields
 from policyd.facts.fields import CORE_FIELDS, FIELDS, catalogue
 from policyd.policy.revision import build_revision
@@ -133,10 +133,9 @@ def test_a_backend_declares_no_field_declared_already_of_another_scope_or_read_f
 
 @pytest.fixture
 def toy_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The toy backend installed as the registry's line would: where the core reads the registry."""
-    backends = (*BACKENDS, TOY)
-    monkeypatch.setattr(derive, "BACKENDS", backends)
-    monkeypatch.setattr(orchestrator, "BACKENDS", backends)
+    """The toy backend installed as the registry's line would: where the core reads the registry
+    (a Decider takes the backends whose effect it reports)."""
+    monkeypatch.setattr(derive, "BACKENDS", (*BACKENDS, TOY))
     for name, spec in TOY.fields.items():
         monkeypatch.setitem(fields.FIELDS, name, spec)
 
@@ -151,17 +150,15 @@ def toy_runtime(name: str, *args: str) -> dict[str, Any]:
 def test_a_second_backend_is_a_package_and_a_rule_file(tmp_path: Path) -> None:
     rules = copy_rules(tmp_path)
     (rules / "35-toy-backend.yaml").write_text(TOY_RULES)
-    revision = build_revision(rules)
+    decider = Decider(build_revision(rules), (*BACKENDS, TOY))
     objects = catalog(model(), toy_runtime("toy-turbo", "--turbo"), toy_runtime("toy-plain"))
-    assert [v.runtime.meta.name for v in orchestrator.select(objects, parsed_isvc(isvc()), revision).ranking] == [
-        "toy-plain"
-    ]
-    selection = orchestrator.select(objects, parsed_isvc(isvc()), revision, fast=False)
+    assert [v.runtime.meta.name for v in decider.select(objects, parsed_isvc(isvc())).ranking] == ["toy-plain"]
+    selection, judged = decider.explain_all(objects, parsed_isvc(isvc()))
     assert [v.runtime.meta.name for v in selection.ranking] == ["toy-plain"]
-    refused = next(v for v in selection.judged if v.runtime.meta.name == "toy-turbo")
+    refused = next(v for v in judged if v.runtime.meta.name == "toy-turbo")
     assert refused.reason is not None and refused.reason.rule_id == "toy-turbo-not-supported"
 
-    named = orchestrator.effective(objects, parsed_isvc(isvc(runtime_name="toy-turbo")), revision)
+    named = decider.effective(objects, parsed_isvc(isvc(runtime_name="toy-turbo")))
     (effect,) = named.backends
     assert effect.backend is TOY and effect.effect == "toy-serve --turbo"
     assert effect.refusal is not None and effect.refusal.rule_id == "toy-turbo-not-supported"

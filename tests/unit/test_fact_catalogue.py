@@ -26,7 +26,7 @@ from policyd.records import (
 from policyd.resources.manifests import parse_model, parse_runtime
 from policyd.whatif.lint_facts import lint_records
 
-from .builders import catalog, default_revision, entry, isvc, model, parsed_isvc, runtime
+from .builders import catalog, default_revision, entry, isvc, model, parsed_isvc, plain, runtime
 
 SCORING = default_revision().policy.scoring
 
@@ -41,11 +41,11 @@ def _records() -> dict[str, dict[str, object]]:
     record = runtime_record(subject, base, rt, entries, SCORING, named=False)
     accelerator = {"apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": "nvidia-h100"}}
     lint, _ = lint_records(
-        catalog(model(), runtime("a", classes=["nvidia-h100"]), runtime("b"), accelerator), default_revision()
+        catalog(model(), runtime("a", classes=["nvidia-h100"]), runtime("b"), accelerator), plain(default_revision())
     )
     # Go compares versions and operators by pointer: entries that pair set neither
-    plain = {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"}, "autoSelect": True}
-    pairs = catalog(runtime("a", entries=[plain]), runtime("b", entries=[plain]))
+    unpinned = {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"}, "autoSelect": True}
+    pairs = catalog(runtime("a", entries=[unpinned]), runtime("b", entries=[unpinned]))
     reviewed = pairs.runtimes[next(k for k in pairs.runtimes if k[2] == "b")]
     admitted = admit_runtime_record(reviewed, pairs)
     return {

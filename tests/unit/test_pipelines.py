@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from testkit.deciding import explain_isvc
 
-from policyd.decision.orchestrator import explain_isvc
 from policyd.resources.objects import BaseModel, Pipeline, ServingRuntime
 from policyd.semantics.pipelines import NIL, PipelineMismatch, first_mismatch
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from testkit.deciding import explain_isvc, resolve, select
 
 from policyd.catalog.snapshot import Catalog
-from policyd.decision.orchestrator import explain_isvc, resolve, select
 from policyd.decision.verdicts import RuntimeVerdict
 from policyd.policy.revision import Revision, build_revision
 

@@ -15,13 +15,13 @@ from policyd.catalog.snapshot import Catalog
 from policyd.policy.revision import build_revision
 from policyd.whatif.lint import Finding, lint
 
-from .builders import RULES, catalog, default_revision, entry, isvc, model, runtime
+from .builders import RULES, catalog, default_revision, entry, isvc, model, plain, runtime
 
 H100 = {"apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": "nvidia-h100"}}
 
 
 def _found(world: Catalog, rule: str | None = None) -> list[Finding]:
-    return [f for f in lint(world, default_revision()).findings if rule is None or f.id == rule]
+    return [f for f in lint(world, plain(default_revision())).findings if rule is None or f.id == rule]
 
 
 def _names(finding: Finding) -> list[str]:
@@ -120,7 +120,7 @@ def test_a_model_without_a_format_is_refused_and_one_without_auto_selectable_run
 
 def test_a_cluster_model_is_decided_in_each_namespace_with_servingruntimes() -> None:
     world = catalog(model(), runtime("srt-a"), runtime("srt-b"), runtime("sr", kind="ServingRuntime", namespace="team"))
-    result = lint(world, default_revision())
+    result = lint(world, plain(default_revision()))
     assert result.models_decided == 2
     ties = [f for f in result.findings if f.id == "ambiguous-tie"]
     assert [f.message.split(":")[0] for f in ties] == ["model llama-3-2-3b-instruct (namespace default)"]
@@ -141,5 +141,5 @@ def test_lint_rules_are_data_an_allow_rule_waives_a_finding(tmp_path: Path) -> N
     (extra / "waive.yaml").write_text(yaml.safe_dump({"rules": [waiver]}))
     revision = build_revision(extra, RULES)
     world = catalog(model(), runtime("srt-b"), runtime("srt-a"))
-    assert [f.id for f in lint(world, revision).findings] == []
-    assert [f.id for f in lint(world, default_revision()).findings] == ["ambiguous-tie"]
+    assert [f.id for f in lint(world, plain(revision)).findings] == []
+    assert [f.id for f in lint(world, plain(default_revision())).findings] == ["ambiguous-tie"]

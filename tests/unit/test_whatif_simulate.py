@@ -1,4 +1,4 @@
-"""Simulate: every InferenceService decided by the orchestrator before and after a proposed
+"""Simulate: every InferenceService decided by a Decider before and after a proposed
 change, and why its decision changed, read from the verdicts (the old choice's first reason
 after, the ranking key that now puts another first, a named runtime's support)."""
 
@@ -10,12 +10,25 @@ from typing import Any
 import pytest
 
 from policyd.catalog.snapshot import Catalog, key_of
+from policyd.decision.decider import Decider
 from policyd.errors import InvalidInput
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_object
 from policyd.whatif.simulate import Cause, Decision, decide, propose, simulate
 
-from .builders import NAMESPACE, RULES, catalog, default_revision, entry, isvc, model, parsed, parsed_isvc, runtime
+from .builders import (
+    NAMESPACE,
+    RULES,
+    catalog,
+    default_revision,
+    entry,
+    isvc,
+    model,
+    parsed,
+    parsed_isvc,
+    plain,
+    runtime,
+)
 
 CSR = ("ClusterServingRuntime", "", "srt-llama")
 SR = ("ServingRuntime", NAMESPACE, "sr-llama")
@@ -29,7 +42,7 @@ def _what_if(
 ) -> list[tuple[str, Decision, Decision, tuple[Cause, ...]]]:
     revision = default_revision()
     proposal = propose(base, [parsed(d) for d in apply], list(delete))
-    result = simulate((base, revision), (proposal.catalog, after_rules or revision))
+    result = simulate((base, plain(revision)), (proposal.catalog, plain(after_rules or revision)))
     return [(c.isvc[2], c.before, c.after, c.causes) for c in result.changes]
 
 
@@ -134,13 +147,13 @@ def test_the_proposal_says_what_it_does_to_each_object_and_changes_nothing_in_pl
 def test_a_cached_side_is_decided_again_in_full_when_it_changes() -> None:
     calls: list[str] = []
 
-    def slim(c: Catalog, i: Any, r: Revision) -> Decision:
+    def slim(c: Catalog, i: Any, r: Decider) -> Decision:
         calls.append(i.meta.name)
         return decide(c, i, r).slim()
 
     world = _world(runtime("srt-second", entries=[entry(priority=1)]))
     after = propose(world, [parsed(runtime("srt-llama", disabled=True))], []).catalog
-    result = simulate((world, default_revision()), (after, default_revision()), decide_before=slim)
+    result = simulate((world, plain(default_revision())), (after, plain(default_revision())), decide_before=slim)
     (change,) = result.changes
     assert calls == ["svc"] and change.causes[0].cause == "unselectable"
     assert change.before.judged == {} and change.after.judged == {}  # changes keep slim decisions
@@ -150,7 +163,7 @@ def test_inference_services_given_apart_are_decided_on_both_sides() -> None:
     world = catalog(model(), runtime("srt-llama"))
     given = parsed_isvc(isvc("given"))
     proposal = propose(world, [], [CSR])
-    result = simulate((world, default_revision()), (proposal.catalog, default_revision()), [given])
+    result = simulate((world, plain(default_revision())), (proposal.catalog, plain(default_revision())), [given])
     assert [(c.isvc[2], c.before.outcome, c.after.outcome) for c in result.changes] == [
         ("given", "selected", "refused")
     ]
@@ -194,7 +207,7 @@ def test_the_inference_services_left_undecided_are_exactly_those_whose_decision_
     apply: list[dict[str, Any]], delete: list[tuple[str, str, str]]
 ) -> None:
     # Simulate decides only what a change can reach; deciding everything both ways must agree
-    world, revision = _world_of_many(), default_revision()
+    world, revision = _world_of_many(), plain(default_revision())
     after = propose(world, [parsed(d) for d in apply], delete).catalog
     result = simulate((world, revision), (after, revision))
     everything = {
@@ -229,7 +242,7 @@ def test_an_edited_accelerator_class_changes_the_decisions_its_runtimes_memory_d
     """A rule reads the GPU memory of a runtime's AcceleratorClasses (a fact read from the
     catalog): editing the class, and nothing else, changes the decision."""
     (tmp_path / "gpu.yaml").write_text(GPU_MEMORY_RULE)
-    revision = build_revision(tmp_path, RULES)
+    revision = plain(build_revision(tmp_path, RULES))
     world = catalog(model(), runtime("srt-llama", classes=["gpu-a"]), isvc("svc"), _gpu("80Gi"))
     proposal = propose(world, [parsed(_gpu("16Gi"))], [])
     (change,) = simulate((world, revision), (proposal.catalog, revision)).changes
