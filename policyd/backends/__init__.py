@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from policyd.backends.diffusers.backend import DIFFUSERS
+from policyd.backends.engine import engine_key
 from policyd.backends.interface import Backend
 
-__all__ = ["BACKENDS", "Backend"]
+__all__ = ["BACKENDS", "Backend", "engine_key"]  # engine_key: what backends' engine facts are memoised by
 
 BACKENDS: tuple[Backend[Any], ...] = (DIFFUSERS,)

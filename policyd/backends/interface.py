@@ -45,16 +45,18 @@ class Backend(Protocol[E]):
         ...
 
     def model_facts(self, model: BaseModel) -> Record:
-        """Its model-scope facts of ``model``."""
+        """Its model-scope facts of ``model`` (pure: the core memoises them by the model's digest)."""
         ...
 
     def engine_facts(self, runtime: ServingRuntime, isvc: InferenceService | None) -> Record:
         """Its runtime-scope facts of the runtime's engine as the InferenceService runs it (the
-        facts of an engine that does not run it too: every record carries every field)."""
+        facts of an engine that does not run it too: every record carries every field). Pure,
+        reading only the runtime and the InferenceService's engine: the core memoises them by the
+        runtime's digest and backends/engine.py's engine_key."""
         ...
 
-    def runs(self, runtime: ServingRuntime, isvc: InferenceService | None) -> bool:
-        """Whether the runtime's engine, as the InferenceService runs it, runs this backend."""
+    def runs(self, engine_facts: Record) -> bool:
+        """Whether the runtime's engine runs this backend, from the runtime record's engine facts."""
         ...
 
     def effective(

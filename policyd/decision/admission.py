@@ -107,18 +107,19 @@ def _no_runtime(revision: Revision, model_name: str, found: Refusal) -> Admissio
     return Admission(Refusal(found.kind, message, found.field, found.condition_reason, message, "", found.order))
 
 
-def admit_runtime(catalog: Catalog, runtime: ServingRuntime, revision: Revision) -> Admission:
+def admit_runtime(catalog: Catalog, runtime: ServingRuntime, decider: Decider) -> Admission:
     """OME's ServingRuntime / ClusterServingRuntime webhook: what the catalog refuses in the
     runtime itself, the admission rules about it alone, then the first existing runtime (in
     OME's order) an admission rule about the pair refuses; the first in rule order denies.
     Admitted, it warns of what the admission rules that advise say, in OME's order, once each."""
+    revision = decider.revision
     policy, engine = revision.policy, revision.engine
-    candidates = [r for r in catalog_refusals(revision, [runtime])[0] if r.admission]
-    record = admit_runtime_record(runtime, catalog)
+    candidates = [r for r in catalog_refusals(decider, [runtime])[0] if r.admission]
+    record = admit_runtime_record(runtime, catalog, decider.facts)
     fired = engine.fire(ADMIT_RUNTIME, [record])[0]
     candidates += [refusal(policy, r, record) for r in fired if r.effect == "refuse"]
     warnings = [templates.render(r.reason, record) for r in fired if r.effect == "advise"]
-    pairs = admit_pair_records(runtime, record, catalog)
+    pairs = admit_pair_records(runtime, record, catalog, decider.facts)
     denied_pair = False
     for pair, hits in zip(pairs, engine.fire(ADMIT_PAIR, pairs), strict=True):
         warnings += [templates.render(r.reason, pair) for r in hits if r.effect == "advise"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, Changes, Key
-from policyd.facts.derive import entry_own_facts, intrinsic_facts
+from policyd.facts.derive import Derivation
 from policyd.facts.fields import FIELDS, reader
 from policyd.facts.scoring import Scoring
 from policyd.memo import Bounded
@@ -78,13 +78,13 @@ class Plan:
                     out.append((level, name, values))
         return out
 
-    def admits(self, runtime: ServingRuntime, scoring: Scoring) -> bool:
-        own = intrinsic_facts(runtime)
+    def admits(self, runtime: ServingRuntime, scoring: Scoring, facts: Derivation) -> bool:
+        own = facts.intrinsic(runtime)
         if not _holds(self.runtime, own):
             return False
         if self.entry is None:
             return True
-        entries = entry_own_facts(runtime, scoring)
+        entries = facts.entry_own(runtime, scoring)
         if not entries:
             return not self.entryless_blocked
         if self.no_entry:
@@ -95,8 +95,9 @@ class Plan:
 class Planner:
     """The blocking rules of one policy revision, and the plan each request's facts make of them."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, facts: Derivation) -> None:
         self.scoring = policy.scoring
+        self.facts = facts  # what indexes of catalogs read runtimes' intrinsic facts from
         self.runtime_rules = [r for r in policy.rules if r.applies_to == RUNTIME and (r.effect in DECIDING or r.group)]
         entry_rules = [r for r in policy.rules if r.applies_to == ENTRY and r.effect in DECIDING]
         self.entries_decide = all(r.group for r in entry_rules)
@@ -156,6 +157,7 @@ class Index:
 
     scoring: Scoring
     fields: frozenset[str]
+    facts: Derivation  # where it reads runtimes' intrinsic facts
     buckets: Mapping[Bucket, tuple[Key, ...]]
     entryless: Mapping[tuple[str, str], tuple[Key, ...]]  # runtimes without entries, by kind and namespace
     changed: Mapping[Key, ServingRuntime | None]
@@ -167,14 +169,15 @@ class Index:
     )
 
     @staticmethod
-    def build(catalog: Catalog, scoring: Scoring, fields: frozenset[str]) -> Index:
+    def build(catalog: Catalog, scoring: Scoring, fields: frozenset[str], facts: Derivation) -> Index:
         buckets: dict[Bucket, list[Key]] = {}
         entryless: dict[tuple[str, str], list[Key]] = {}
         for key, runtime in catalog.runtimes.items():
-            _add(buckets, entryless, key, runtime, scoring, fields)
+            _add(buckets, entryless, key, runtime, (scoring, fields, facts))
         return Index(
             scoring,
             fields,
+            facts,
             {b: tuple(keys) for b, keys in buckets.items()},
             {s: tuple(keys) for s, keys in entryless.items()},
             {},
@@ -189,7 +192,7 @@ class Index:
         changed = {**self.changed, **mine}
         if len(changed) > max(256, self.size // 8):
             return None  # rebuilt on the next request: the buckets would mostly be skipped
-        return Index(self.scoring, self.fields, self.buckets, self.entryless, changed, self.size)
+        return Index(self.scoring, self.fields, self.facts, self.buckets, self.entryless, changed, self.size)
 
     def candidates(self, catalog: Catalog, namespace: str, plan: Plan) -> tuple[ServingRuntime, ...] | None:
         """The runtimes in scope the plan admits, in the order of ``Catalog.in_scope``; None
@@ -226,11 +229,11 @@ class Index:
                     continue
                 seen.add(key)
                 runtime = catalog.runtimes.get(key)
-                if runtime is not None and plan.admits(runtime, self.scoring):
+                if runtime is not None and plan.admits(runtime, self.scoring, self.facts):
                     out.append(runtime)
         for key, runtime in self.changed.items():
             in_scope = key[0] == "ClusterServingRuntime" or key[1] == namespace
-            if runtime is not None and in_scope and plan.admits(runtime, self.scoring):
+            if runtime is not None and in_scope and plan.admits(runtime, self.scoring, self.facts):
                 out.append(runtime)
         out.sort(key=lambda r: (r.kind != "ServingRuntime", r.meta.name))
         return tuple(out)
@@ -241,14 +244,14 @@ def _add(
     entryless: dict[tuple[str, str], list[Key]],
     key: Key,
     runtime: ServingRuntime,
-    scoring: Scoring,
-    fields: frozenset[str],
+    reading: tuple[Scoring, frozenset[str], Derivation],
 ) -> None:
+    scoring, fields, facts = reading
     kind, ns, _ = key
-    own = intrinsic_facts(runtime)
+    own = facts.intrinsic(runtime)
     for name in fields & own.keys():
         buckets.setdefault((kind, ns, name, own[name]), []).append(key)
-    entries = entry_own_facts(runtime, scoring)
+    entries = facts.entry_own(runtime, scoring)
     if not entries:
         entryless.setdefault((kind, ns), []).append(key)
     values = {(name, e[name]) for e in entries for name in fields & e.keys()}
@@ -259,7 +262,7 @@ def _add(
 def index_for(catalog: Catalog, planner: Planner) -> Index:
     return catalog.derived(
         ("candidates", planner.scoring, planner.indexed),
-        lambda c: Index.build(c, planner.scoring, planner.indexed),
+        lambda c: Index.build(c, planner.scoring, planner.indexed, planner.facts),
     )
 
 

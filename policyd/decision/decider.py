@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from policyd.backends import BACKENDS, Backend
 from policyd.catalog.snapshot import Catalog, make_key
 from policyd.decision.answers import (
     BackendEffect,
@@ -34,7 +33,7 @@ from policyd.decision.ranking import deciding_key, rank
 from policyd.decision.verdict_cache import KeptRows, NamedVerdicts, SharedVerdicts
 from policyd.decision.verdicts import RuntimeVerdict, Verdict, reasons
 from policyd.errors import InvalidInput
-from policyd.facts.derive import Subject, component_records, entry_facts, runtime_record, subject_record
+from policyd.facts.derive import Derivation, Subject, component_records
 from policyd.facts.fields import neutral_record
 from policyd.policy import templates
 from policyd.policy.effects import BLOCK, WARN
@@ -53,21 +52,25 @@ LISTED_TEXT_LIMIT = 256 << 10
 
 
 class Decider:
-    def __init__(self, revision: Revision, backends: Sequence[Backend[Any]] = BACKENDS, shortcuts: bool = True) -> None:
-        """``shortcuts``: judge only the runtimes that can be selectable (decision/candidates.py),
-        each shape of runtime once per kind of request, and keep the verdicts; the answers are the
-        same without."""
+    def __init__(self, revision: Revision, facts: Derivation | None = None, shortcuts: bool = True) -> None:
+        """``facts``: what derives (and memoises) the fact records, with the engine backends whose
+        facts it derives and whose effect an answer reports — shared by the deciders of one
+        serving state's revisions; ``shortcuts``: judge only the runtimes that can be selectable
+        (decision/candidates.py), each shape of runtime once per kind of request, and keep the
+        verdicts; the answers are the same without."""
         self.revision = revision
         self.policy = revision.policy
-        self.backends = tuple(backends)  # the engine backends whose effect an answer reports
+        self.facts = facts or Derivation()
+        self.backends = self.facts.backends
         self.shortcuts = shortcuts
-        self._planner = Planner(revision.policy) if shortcuts else None
-        self._shared = SharedVerdicts(revision.policy) if shortcuts else None
+        self._planner = Planner(revision.policy, self.facts) if shortcuts else None
+        self._shared = SharedVerdicts(revision.policy, self.facts) if shortcuts else None
         self._named = NamedVerdicts(revision.policy) if shortcuts else None
 
     def plain(self) -> Decider:
-        """This revision judging every runtime and keeping nothing."""
-        return Decider(self.revision, self.backends, shortcuts=False)
+        """This revision judging every runtime and keeping nothing (its engine is this one's:
+        closing this decider closes both)."""
+        return Decider(self.revision, self.facts, shortcuts=False)
 
     def close(self) -> None:
         """Nothing decides at this revision any more: its engine's memory goes now, the rest with this object."""
@@ -104,11 +107,11 @@ class Decider:
     ) -> list[RuntimeVerdict]:
         """The verdicts Select reaches for ``runtimes`` (what-if asks about the few a change touches)."""
         subject = _subject(catalog, isvc)
-        return self._judge_plain(subject, subject_record(subject), runtimes)
+        return self._judge_plain(subject, self.facts.subject_record(subject), runtimes)
 
     def explain_isvc(self, catalog: Catalog, isvc: InferenceService) -> Explanation:
         subject = _subject(catalog, isvc)
-        base = subject_record(subject)
+        base = self.facts.subject_record(subject)
         if isvc.model is None:
             raise InvalidInput("spec.model", "is required to explain runtimes for an InferenceService")
         if subject.model is None:
@@ -119,7 +122,7 @@ class Decider:
         """As ``kubectl ome runtime explain --model``: no InferenceService, so no mode or accelerator request."""
         model = catalog.models.get(make_key(ref.kind, namespace, ref.name))
         subject = Subject(namespace, None, model, ref, accelerators=catalog.classes())
-        base = subject_record(subject)
+        base = self.facts.subject_record(subject)
         if model is None:
             raise _missing_model(self._admission(subject, base), ref, "model.name")
         return self._explain(catalog, subject, base, model)
@@ -135,7 +138,7 @@ class Decider:
     ) -> tuple[Subject, Record, list[Refusal]]:
         """The subject of a decision, its request record, and the request's refusals in rule order."""
         subject = _subject(catalog, isvc, mode)
-        base = subject_record(subject)
+        base = self.facts.subject_record(subject)
         return subject, base, self._admission(subject, base)
 
     def resolve_reviewed(
@@ -250,9 +253,10 @@ class Decider:
         engine = self.revision.engine
         scoring = self.policy.scoring
         model = subject.model
-        per_runtime = [entry_facts(model, rt, scoring) if model else () for rt in runtimes]
+        facts = self.facts
+        per_runtime = [facts.entries(model, rt, scoring) if model else () for rt in runtimes]
         records = [
-            runtime_record(subject, base, rt, entries, scoring, named)
+            facts.runtime_record(subject, base, rt, entries, scoring, named)
             for rt, entries in zip(runtimes, per_runtime, strict=True)
         ]
         fired = engine.fire(RUNTIME, records)
@@ -412,7 +416,7 @@ class Decider:
         isvc = subject.isvc
         assert isvc is not None
         if runtime is not None:
-            record = runtime_record(subject, base, runtime, (), policy.scoring, isvc.runtime is not None)
+            record = self.facts.runtime_record(subject, base, runtime, (), policy.scoring, isvc.runtime is not None)
         else:
             record = {**neutral_record(RUNTIME), **base}
         components = component_records(record, isvc, runtime)
@@ -428,16 +432,17 @@ class Decider:
                     str(rec["component_name"]), str(rec["component_mode"]), str(rec["component_mode_source"]), error
                 )
             )
-        backends = self._backends(subject, base, runtime, isvc.runtime is not None) if runtime else ()
+        backends = self._backends(subject, base, runtime, record, isvc.runtime is not None) if runtime else ()
         return Effective(runtime, tuple(modes), tuple(errors), backends, choice)
 
     def _backends(
-        self, subject: Subject, base: Record, runtime: ServingRuntime, named: bool
+        self, subject: Subject, base: Record, runtime: ServingRuntime, record: Record, named: bool
     ) -> tuple[BackendEffect[Any], ...]:
-        """What takes effect in the runtime's engine by each backend it runs; the runtime is judged
-        (for the refusal and the advisories) only when it runs one."""
+        """What takes effect in the runtime's engine by each backend it runs (``record``: the
+        runtime's, with its engine facts); the runtime is judged (for the refusal and the
+        advisories) only when it runs one."""
         isvc, model = subject.isvc, subject.model
-        running = [b for b in self.backends if b.runs(runtime, isvc)]
+        running = [b for b in self.backends if b.runs(record)]
         if not running:
             return ()
         verdict = self._judge(subject, base, [runtime], named)[0] if model else None

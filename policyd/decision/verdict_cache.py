@@ -39,7 +39,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from policyd.decision.verdicts import RuntimeVerdict, Verdict
-from policyd.facts.derive import Subject, intrinsic_facts
+from policyd.facts.derive import Derivation, Subject
 from policyd.facts.fields import FIELDS, reader
 from policyd.memo import Lru
 from policyd.policy.model import Group, Policy, Rule
@@ -179,7 +179,8 @@ class SharedVerdicts:
     and the facts that matter of its own, then those of them its verdicts print only. A runtime
     key is a number standing for those (hashing it is what a large scope does most)."""
 
-    def __init__(self, policy: Policy, bound: int = KEPT_VERDICTS) -> None:
+    def __init__(self, policy: Policy, facts: Derivation, bound: int = KEPT_VERDICTS) -> None:
+        self._facts = facts  # where a runtime's intrinsic facts are read
         relevant = fields_that_matter(policy)
         own = {f for f, spec in FIELDS.items() if spec.scope == RUNTIME and spec.intrinsic}
         request_fields = sorted(f for f in relevant.tested | relevant.printed if FIELDS[f].scope in (REQUEST, MODEL))
@@ -217,7 +218,7 @@ class SharedVerdicts:
         keys = self._keys
         key = keys.get(runtime.digest)
         if key is None:
-            own = intrinsic_facts(runtime)
+            own = self._facts.intrinsic(runtime)
             shape = self._shape(runtime, own)
             full = (*shape, tuple(_plain(own[f]) for f in self._printing.get(shape, ())))
             key = self._numbers.get(full)
@@ -286,7 +287,7 @@ class SharedVerdicts:
         for judged in verdicts:
             printed = self._printed_only(judged.verdict)
             if printed:
-                shape = self._shape(judged.runtime, intrinsic_facts(judged.runtime))
+                shape = self._shape(judged.runtime, self._facts.intrinsic(judged.runtime))
                 known = set(new.get(shape) or self._printing.get(shape, ()))
                 if not printed <= known:
                     new[shape] = tuple(sorted(known | printed))

@@ -1,18 +1,25 @@
 """Derive fact records from a request, its model, the runtimes and their entries, each engine
 backend's facts among the model's and the runtime's. Derivation only describes; the rules judge.
-Every field is declared in fields.py."""
+Every field is declared in fields.py.
+
+What is derived from manifests alone is memoised by a ``Derivation``, keyed by the content each
+value reads (manifest digests, runtime shapes, the scoring settings), never by rules revision:
+the deciders of a serving state's successive revisions share one, so a reload does not derive
+its catalog's facts again."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, TypeVar
 
-from policyd.backends import BACKENDS
+from policyd.backends import BACKENDS, Backend, engine_key
 from policyd.catalog.snapshot import NO_ACCELERATOR_CLASSES, AcceleratorClasses
 from policyd.facts.fields import fields_of
 from policyd.facts.isvc_checks import isvc_check_facts
+from policyd.facts.profile import RuntimeProfile, read_profile
 from policyd.facts.scoring import Scoring
 from policyd.memo import Bounded
 from policyd.records import MODEL, Record
@@ -30,8 +37,6 @@ _MEMO_LIMIT = 50_000
 # A model's entry facts against each runtime shape are read again only when a request the
 # shared verdicts have not kept judges that shape (decision/verdict_cache.py): fewer are kept.
 _ENTRIES_LIMIT = 12_000
-_ENTRIES: Bounded[tuple[str, str, Scoring], tuple[Record, ...]] = Bounded(_ENTRIES_LIMIT)
-_OWN_ENTRIES: Bounded[tuple[str, Scoring], tuple[Record, ...]] = Bounded(_MEMO_LIMIT)
 _TAG = re.compile(r":(?P<tag>[\w][\w.-]{0,127})$")
 
 
@@ -47,6 +52,12 @@ class Subject:
     model_ref: ModelRef | None = None
     named_runtime_found: bool = False
     accelerators: AcceleratorClasses = NO_ACCELERATOR_CLASSES
+
+    @cached_property
+    def engine_key(self) -> str:
+        """What the InferenceService's engine sets on a runtime's runner, once per decision: the
+        backends' engine facts are memoised by it and the runtime's digest."""
+        return engine_key(self.isvc)
 
 
 def image_unpinned(image: str) -> bool:
@@ -93,12 +104,8 @@ def _request_facts(isvc: InferenceService | None, subject: Subject) -> Record:
     }
 
 
-def _backend_model_facts(model: BaseModel) -> Record:
-    return {name: value for backend in BACKENDS for name, value in backend.model_facts(model).items()}
-
-
-def _model_facts(model: BaseModel | None, ref: ModelRef | None) -> Record:
-    extensions = _backend_model_facts(model) if model else _NO_MODEL
+def _model_facts(model: BaseModel | None, ref: ModelRef | None, backends: Sequence[Backend[Any]]) -> Record:
+    extensions = {n: v for b in backends for n, v in b.model_facts(model).items()} if model else _NO_MODEL
     return {
         **extensions,
         "model_found": model is not None,
@@ -126,21 +133,6 @@ def _model_facts(model: BaseModel | None, ref: ModelRef | None) -> Record:
 
 # model facts of a request without a model (besides the ones _model_facts sets itself): neutral
 _NO_MODEL: Record = {name: spec.neutral_value for name, spec in fields_of(MODEL).items()}
-
-
-_MODELS: Bounded[str, Record] = Bounded(_MEMO_LIMIT)  # a model's facts, by its digest
-
-
-def model_record(model: BaseModel) -> Record:
-    """The model's own facts (what a lint record of the model carries), made once per model:
-    read them, do not change them."""
-    return _MODELS.get_or(model.digest, lambda: _model_facts(model, None))
-
-
-def subject_record(subject: Subject) -> Record:
-    """The request record: the InferenceService's facts and its model's."""
-    model = model_record(subject.model) if subject.model else _model_facts(None, subject.model_ref)
-    return {**_request_facts(subject.isvc, subject), **model}
 
 
 def _runtime_only_facts(runtime: ServingRuntime) -> Record:
@@ -188,37 +180,10 @@ class _Rows:
         return dict(zip(self.fields, row, strict=True))
 
 
-_INTRINSIC = _Rows()
-
-
-def intrinsic_facts(runtime: ServingRuntime) -> Record:
-    """The fields that depend on the runtime alone (what the catalog's admission may test)."""
-    return _INTRINSIC.get(runtime.digest, lambda: _runtime_only_facts(runtime))
-
-
 def _memory_min_gib(names: Sequence[str], accelerators: AcceleratorClasses) -> int:
     defined = (accelerators.by_name.get(name) for name in names)
     memory = [c.memory_gib for c in defined if c is not None and c.memory_gib is not None]
     return min(memory, default=0)
-
-
-def runtime_record(
-    subject: Subject, base: Record, runtime: ServingRuntime, entries: Sequence[Record], scoring: Scoring, named: bool
-) -> Record:
-    """The record of one runtime for this request; ``entries`` are its entry facts."""
-    rng = runtime.size_range
-    size = subject.model.size if subject.model else None
-    requested = subject.isvc.accelerator_classes if subject.isvc else ()
-    listed = runtime.accelerator_classes or ()
-    record = {**base, **intrinsic_facts(runtime)}
-    for backend in BACKENDS:  # each one's facts of the engine's command line
-        record.update(backend.engine_facts(runtime, subject.isvc))
-    record["runtime_named"] = named
-    record["accelerator_class_listed"] = all(c in listed for c in requested)
-    record["size_in_range"] = rng is None or size is None or rng.min <= size <= rng.max
-    record["accelerator_memory_min_gib"] = _memory_min_gib(listed, subject.accelerators)
-    record["runtime_score"] = scoring.runtime_score(entries)
-    return record
 
 
 def _satisfies(model: VersionedName, entry: VersionedName) -> bool:
@@ -290,22 +255,6 @@ def _entry_relative_facts(model: BaseModel, entry: Entry) -> Record:
     }
 
 
-def entry_own_facts(runtime: ServingRuntime, scoring: Scoring) -> tuple[Record, ...]:
-    """The intrinsic fields of each supportedModelFormats entry (what an index may hold)."""
-    return _OWN_ENTRIES.get_or(
-        (runtime.shape, scoring), lambda: tuple(entry_alone_facts(e, scoring) for e in runtime.entries)
-    )
-
-
-def entry_facts(model: BaseModel, runtime: ServingRuntime, scoring: Scoring) -> tuple[Record, ...]:
-    """The entry-only fields of each supportedModelFormats entry against the model."""
-    key = (model.digest, runtime.shape, scoring)
-    own = entry_own_facts(runtime, scoring)
-    return _ENTRIES.get_or(
-        key, lambda: tuple({**o, **_entry_relative_facts(model, e)} for o, e in zip(own, runtime.entries, strict=True))
-    )
-
-
 def component_records(runtime_rec: Record, isvc: InferenceService, runtime: ServingRuntime | None) -> list[Record]:
     """One record per component the InferenceService declares, with the mode it runs in."""
     out: list[Record] = []
@@ -319,3 +268,82 @@ def component_records(runtime_rec: Record, isvc: InferenceService, runtime: Serv
             {**runtime_rec, "component_name": name, "component_mode": mode.mode, "component_mode_source": mode.source}
         )
     return out
+
+
+class Derivation:
+    """The facts derived from manifests alone, each made once: a model's record, a runtime's
+    intrinsic fields, its entries' (alone and against a model), the backends' facts of its engine
+    as an InferenceService runs it, its admission profile. Inside memo.transient() nothing is kept
+    beyond the call."""
+
+    def __init__(self, backends: Sequence[Backend[Any]] = BACKENDS) -> None:
+        self.backends = tuple(backends)  # whose facts are derived
+        self._models: Bounded[str, Record] = Bounded(_MEMO_LIMIT)  # by the model's digest
+        self._intrinsic = _Rows()
+        self._engines: Bounded[tuple[str, str], Record] = Bounded(_MEMO_LIMIT)
+        self._own_entries: Bounded[tuple[str, Scoring], tuple[Record, ...]] = Bounded(_MEMO_LIMIT)
+        self._entries: Bounded[tuple[str, str, Scoring], tuple[Record, ...]] = Bounded(_ENTRIES_LIMIT)
+        self._profiles: Bounded[str, RuntimeProfile] = Bounded(_MEMO_LIMIT)
+
+    def model_record(self, model: BaseModel) -> Record:
+        """The model's own facts (what a lint record of the model carries): read them, do not change them."""
+        return self._models.get_or(model.digest, lambda: _model_facts(model, None, self.backends))
+
+    def subject_record(self, subject: Subject) -> Record:
+        """The request record: the InferenceService's facts and its model's."""
+        if subject.model:
+            model = self.model_record(subject.model)
+        else:
+            model = _model_facts(None, subject.model_ref, self.backends)
+        return {**_request_facts(subject.isvc, subject), **model}
+
+    def intrinsic(self, runtime: ServingRuntime) -> Record:
+        """The fields that depend on the runtime alone (what the catalog's admission may test)."""
+        return self._intrinsic.get(runtime.digest, lambda: _runtime_only_facts(runtime))
+
+    def engine_facts(self, runtime: ServingRuntime, subject: Subject) -> Record:
+        """Each backend's facts of the runtime's engine as the subject's InferenceService runs it."""
+        return self._engines.get_or(
+            (runtime.digest, subject.engine_key),
+            lambda: {n: v for b in self.backends for n, v in b.engine_facts(runtime, subject.isvc).items()},
+        )
+
+    def runtime_record(
+        self,
+        subject: Subject,
+        base: Record,
+        runtime: ServingRuntime,
+        entries: Sequence[Record],
+        scoring: Scoring,
+        named: bool,
+    ) -> Record:
+        """The record of one runtime for this request; ``entries`` are its entry facts."""
+        rng = runtime.size_range
+        size = subject.model.size if subject.model else None
+        requested = subject.isvc.accelerator_classes if subject.isvc else ()
+        listed = runtime.accelerator_classes or ()
+        record = {**base, **self.intrinsic(runtime), **self.engine_facts(runtime, subject)}
+        record["runtime_named"] = named
+        record["accelerator_class_listed"] = all(c in listed for c in requested)
+        record["size_in_range"] = rng is None or size is None or rng.min <= size <= rng.max
+        record["accelerator_memory_min_gib"] = _memory_min_gib(listed, subject.accelerators)
+        record["runtime_score"] = scoring.runtime_score(entries)
+        return record
+
+    def entry_own(self, runtime: ServingRuntime, scoring: Scoring) -> tuple[Record, ...]:
+        """The intrinsic fields of each supportedModelFormats entry (what an index may hold)."""
+        return self._own_entries.get_or(
+            (runtime.shape, scoring), lambda: tuple(entry_alone_facts(e, scoring) for e in runtime.entries)
+        )
+
+    def entries(self, model: BaseModel, runtime: ServingRuntime, scoring: Scoring) -> tuple[Record, ...]:
+        """The entry-only fields of each supportedModelFormats entry against the model."""
+        own = self.entry_own(runtime, scoring)
+        return self._entries.get_or(
+            (model.digest, runtime.shape, scoring),
+            lambda: tuple({**o, **_entry_relative_facts(model, e)} for o, e in zip(own, runtime.entries, strict=True)),
+        )
+
+    def profile(self, runtime: ServingRuntime) -> RuntimeProfile:
+        """What OME's runtime webhook reads of the runtime (facts/profile.py)."""
+        return self._profiles.get_or(runtime.digest, lambda: read_profile(runtime))

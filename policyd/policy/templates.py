@@ -6,7 +6,6 @@ from __future__ import annotations
 import string
 import sys
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from typing import Any
 
 _FORMATTER = string.Formatter()
@@ -31,20 +30,14 @@ def check(template: str, allowed: Iterable[str]) -> None:
             raise ValueError(f"unknown placeholder {{{name}}}")
 
 
-@lru_cache(maxsize=4096)
-def _parts(template: str) -> tuple[tuple[str, str | None], ...]:
-    return tuple((literal, name) for literal, name, _, _ in _FORMATTER.parse(template))
-
-
 _SHORT = 80  # rendered texts up to this long are interned: the same component and value names recur
 
 
 def render(template: str, values: Mapping[str, Any]) -> str:
-    parts = _parts(template)
-    if len(parts) <= 1 and (not parts or parts[0][1] is None):
-        return parts[0][0] if parts else ""  # nothing to fill in (most component and value templates)
+    if "{" not in template and "}" not in template:
+        return template  # nothing to fill in (most component and value templates)
     out = []
-    for literal, name in parts:
+    for literal, name, _, _ in _FORMATTER.parse(template):
         out.append(literal)
         if name is not None:
             value = values.get(name, "")

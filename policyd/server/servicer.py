@@ -428,7 +428,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             if isinstance(obj, InferenceService):
                 result = admission.admit_isvc(catalog, obj, decider)
             elif isinstance(obj, ServingRuntime):
-                result = admission.admit_runtime(catalog, obj, decider.revision)
+                result = admission.admit_runtime(catalog, obj, decider)
             else:
                 kinds = "InferenceService, ServingRuntime, ClusterServingRuntime"
                 raise InvalidInput("kind", f"{obj.kind} has no admission webhook (one of {kinds})")
@@ -482,7 +482,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self, request: pb.ApplyObjectsRequest, decider: Decider, catalog: Catalog, fields: FieldCheck
     ) -> pb.ApplyObjectsResponse:
         objects = [catalog_object(o, f"objects[{i}]", fields) for i, o in enumerate(request.objects)]
-        if (refused := first_catalog_refusal(decider.revision, objects)) is not None:
+        if (refused := first_catalog_refusal(decider, objects)) is not None:
             i, refusal = refused
             raise InvalidInput(f"objects[{i}].{refusal.field}", refusal.message)
         updated, changes = self.state.replace(objects) if request.replace else self.state.apply(objects)

@@ -18,6 +18,7 @@ from policyd.catalog.snapshot import Catalog, CatalogObject, Key, key_of
 from policyd.catalog.source import CatalogSource, Signature
 from policyd.decision.decider import Decider
 from policyd.decision.runtime_alone import catalog_refusals
+from policyd.facts.derive import Derivation
 from policyd.kube.sync import Refusal
 from policyd.memo import Lru
 from policyd.policy.loader import RuleFileError
@@ -109,13 +110,16 @@ class ServingState:
         self._on_reload = on_reload
         self._lock = threading.Lock()
         self.cache = DecisionCache(cache_bytes)
+        # what deciding derives from manifests, shared by every revision's decider: a reload does
+        # not derive the catalog's facts again
+        self.facts = Derivation()
         try:
-            self.decider = Decider(build_revision(rules_dir))
+            self.decider = Decider(build_revision(rules_dir), self.facts)
             self.last_attempt = ReloadAttempt(self.revision.id, True, time.time())
         except RuleFileError as err:
             if last_good_rules is None:
                 raise
-            self.decider = Decider(build_revision(last_good_rules))
+            self.decider = Decider(build_revision(last_good_rules), self.facts)
             self.last_attempt = ReloadAttempt(
                 self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line
             )
@@ -147,7 +151,7 @@ class ServingState:
             attempt = ReloadAttempt(self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line)
         else:
             revision.engine.warm_from(self.revision.engine)
-            decider = Decider(revision)
+            decider = Decider(revision, self.facts)
             decider.prepare(self._catalog)
             self._refs.retire(self.decider, lambda: setattr(self, "decider", decider))
             attempt = ReloadAttempt(revision.id, True, time.time())
@@ -222,7 +226,7 @@ class ServingState:
         runtimes = [o for o in loaded.objects if isinstance(o, ServingRuntime)]
         with self.hold_decider() as decider:
             # What the webhook would refuse in a runtime never enters the catalog.
-            refused = dict(zip(map(id, runtimes), catalog_refusals(decider.revision, runtimes), strict=True))
+            refused = dict(zip(map(id, runtimes), catalog_refusals(decider, runtimes), strict=True))
         for obj in loaded.objects:
             refusals = refused.get(id(obj), [])
             errors.extend(f"{obj.kind}/{obj.meta.name}: {r.field}: {r.message}" for r in refusals)
@@ -258,7 +262,7 @@ class ServingState:
         returned. One catalog revision for the change, from the keys it touched."""
         runtimes = [o for o in objects if isinstance(o, ServingRuntime)]
         with self.hold_decider() as decider:
-            judged = dict(zip(map(id, runtimes), catalog_refusals(decider.revision, runtimes), strict=True))
+            judged = dict(zip(map(id, runtimes), catalog_refusals(decider, runtimes), strict=True))
         refused = []
         with self._lock:
             keys = set(deleted)

@@ -77,7 +77,8 @@ class WhatIf:
 
         def build() -> Decider:
             try:
-                return Decider(build_revision_texts(texts, "rules", self.state.rules_dir), shortcuts=False)
+                revision = build_revision_texts(texts, "rules", self.state.rules_dir)
+                return Decider(revision, self.state.facts, shortcuts=False)
             except RuleFileError as err:
                 raise InvalidInput("rules", str(err)) from None
 
@@ -140,6 +141,6 @@ class WhatIf:
 
 def _refused(objects: Sequence[CatalogObject], decider: Decider) -> None:
     """What ApplyObjects would refuse is refused here too: a runtime the policy refuses in itself."""
-    if (refused := first_catalog_refusal(decider.revision, objects)) is not None:
+    if (refused := first_catalog_refusal(decider, objects)) is not None:
         i, refusal = refused
         raise InvalidInput(f"apply[{i}].{refusal.field}", refusal.message)

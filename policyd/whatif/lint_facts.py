@@ -21,9 +21,7 @@ from policyd.decision.ranking import deciding_key
 from policyd.decision.runtime_alone import refusal_when_named
 from policyd.decision.verdicts import RuntimeVerdict
 from policyd.errors import InvalidInput
-from policyd.facts.admission import profile
-from policyd.facts.derive import entry_alone_facts, intrinsic_facts, model_record
-from policyd.policy.revision import Revision
+from policyd.facts.derive import Derivation, entry_alone_facts
 from policyd.records import LINT_ACCELERATOR, LINT_ENTRY, LINT_MODEL, LINT_PAIR, LINT_RUNTIME, Record
 from policyd.resources import kinds as ome
 from policyd.resources.manifests import DEFAULT_NAMESPACE, parse_inference_service
@@ -76,7 +74,7 @@ def _as_isvc(model: BaseModel, namespace: str) -> InferenceService:
     )
 
 
-def _model(model: BaseModel, namespace: str, selection: Selection) -> LintRecord:
+def _model(model: BaseModel, namespace: str, selection: Selection, facts: Derivation) -> LintRecord:
     ranking = selection.ranking
     refusal = selection.refusal
     chosen = ranking[0] if ranking else None
@@ -90,7 +88,7 @@ def _model(model: BaseModel, namespace: str, selection: Selection) -> LintRecord
                 break
             tied.append(name_of(key_of(other.runtime)))
     record = {
-        **model_record(model),
+        **facts.model_record(model),
         "lint_namespace": namespace,
         "lint_model_refusal_rule": refusal.rule_id if refusal is not None else "",
         "lint_model_refusal": refusal.message if refusal is not None and refusal.rule_id else "",
@@ -121,10 +119,10 @@ def _count(tallies: dict[Key, _Tally], selection: Selection, judged: Sequence[Ru
             tally.outranked_on[decided[0] if decided else "order"] = None
 
 
-def _runtime(runtime: ServingRuntime, tally: _Tally, revision: Revision) -> Record:
-    refused = refusal_when_named(revision, runtime)
+def _runtime(runtime: ServingRuntime, tally: _Tally, decider: Decider) -> Record:
+    refused = refusal_when_named(decider, runtime)
     return {
-        **intrinsic_facts(runtime),
+        **decider.facts.intrinsic(runtime),
         "lint_models": tally.models,
         "lint_runtime_compatible": tally.compatible,
         "lint_runtime_selectable": tally.selectable,
@@ -158,7 +156,7 @@ def _scopes(catalog: Catalog) -> list[tuple[str, list[ServingRuntime], Sequence[
     return out
 
 
-def _pairs(catalog: Catalog) -> list[LintRecord]:
+def _pairs(catalog: Catalog, facts: Derivation) -> list[LintRecord]:
     out: list[LintRecord] = []
     seen: set[tuple[Key, Key, str, str]] = set()
     for namespace, runtimes, partners in _scopes(catalog):
@@ -175,13 +173,15 @@ def _pairs(catalog: Catalog) -> list[LintRecord]:
                 if (first not in mine and second not in mine) or (first, second, fmt, arch) in seen:
                     continue
                 seen.add((first, second, fmt, arch))
-                out.append(_pair(namespace, by_runtime[first], by_runtime[second], fmt, arch))
+                out.append(_pair((namespace, fmt, arch), by_runtime[first], by_runtime[second], facts))
     return out
 
 
-def _same_priority(a: ServingRuntime, b: ServingRuntime, entries: Sequence[tuple[Entry, Entry]]) -> bool:
+def _same_priority(
+    a: ServingRuntime, b: ServingRuntime, entries: Sequence[tuple[Entry, Entry]], facts: Derivation
+) -> bool:
     """What the runtime webhooks warn of when one of the two is applied beside the other."""
-    pa, pb = profile(a), profile(b)
+    pa, pb = facts.profile(a), facts.profile(b)
     if a.kind != b.kind or a.disabled or b.disabled or pa.protocols.isdisjoint(pb.protocols):
         return False
     if pa.size_range != pb.size_range:
@@ -198,12 +198,13 @@ def _same_priority(a: ServingRuntime, b: ServingRuntime, entries: Sequence[tuple
 
 
 def _pair(
-    namespace: str,
+    claim: tuple[str, str, str],
     first: Sequence[tuple[ServingRuntime, Entry]],
     second: Sequence[tuple[ServingRuntime, Entry]],
-    fmt: str,
-    arch: str,
+    facts: Derivation,
 ) -> LintRecord:
+    """Two runtimes claiming one (format, architecture) in one namespace (``claim``: those three)."""
+    namespace, fmt, arch = claim
     a, b = first[0][0], second[0][0]
     entries = [(x, y) for _, x in first for _, y in second]
     record = {
@@ -219,7 +220,7 @@ def _pair(
         "lint_pair_auto_select": any(x.auto_select is True and y.auto_select is True for x, y in entries),
         "lint_pair_same_quantization": any(x.quantization == y.quantization for x, y in entries),
         "lint_pair_same_kind": a.kind == b.kind,
-        "lint_pair_same_priority": _same_priority(a, b, entries),
+        "lint_pair_same_priority": _same_priority(a, b, entries, facts),
     }
     return LintRecord(LINT_PAIR, record, (key_of(a), key_of(b)))
 
@@ -263,12 +264,12 @@ def lint_records(catalog: Catalog, decider: Decider) -> tuple[list[LintRecord], 
             selection, judged = decider.explain_all(catalog, isvc)
         except InvalidInput:
             continue  # a model no InferenceService can name is the manifest's error, reported by the catalog
-        models.append(_model(model, namespace, selection))
+        models.append(_model(model, namespace, selection, decider.facts))
         _count(tallies, selection, judged)
     runtimes, entries = [], []
     for key, runtime in sorted(catalog.runtimes.items()):
         tally = tallies[key]
-        record = _runtime(runtime, tally, decider.revision)
+        record = _runtime(runtime, tally, decider)
         runtimes.append(LintRecord(LINT_RUNTIME, record, (key,)))
         for entry in runtime.entries:
             entry_record = {
@@ -278,4 +279,4 @@ def lint_records(catalog: Catalog, decider: Decider) -> tuple[list[LintRecord], 
                 "lint_entry_selected": tally.selected[entry.index],
             }
             entries.append(LintRecord(LINT_ENTRY, entry_record, (key,)))
-    return [*models, *runtimes, *entries, *_pairs(catalog), *_accelerators(catalog)], len(subjects)
+    return [*models, *runtimes, *entries, *_pairs(catalog, decider.facts), *_accelerators(catalog)], len(subjects)

@@ -16,6 +16,7 @@ from policyd.catalog.snapshot import Catalog
 from policyd.decision.decider import Decider
 from policyd.decision.verdict_cache import SharedVerdicts
 from policyd.decision.verdicts import Verdict
+from policyd.facts.derive import Derivation
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_object
 from policyd.resources.objects import ServingRuntime
@@ -79,7 +80,7 @@ def _counted(revision: Revision, calls: list[int]) -> Any:
 
 def test_runtimes_of_one_shape_are_judged_once() -> None:
     revision = build_revision(RULES)
-    shared, calls = SharedVerdicts(revision.policy), []
+    shared, calls = SharedVerdicts(revision.policy, Derivation()), []
     verdicts = shared.judged(("request",), COPIES, _counted(revision, calls))[0]
     assert calls == [1]
     assert all(v.selectable for v in verdicts)
@@ -88,7 +89,7 @@ def test_runtimes_of_one_shape_are_judged_once() -> None:
 
 
 def test_a_verdict_printing_the_runtime_name_is_that_runtimes_own(naming: Revision) -> None:
-    shared, calls = SharedVerdicts(naming.policy), []
+    shared, calls = SharedVerdicts(naming.policy, Derivation()), []
     verdicts = shared.judged(("request",), COPIES, _counted(naming, calls))[0]
     assert calls == [1, len(COPIES) - 1]  # the first judged, then the others its reason names apart
     assert [v.reason.message if v.reason else "" for v in verdicts] == [

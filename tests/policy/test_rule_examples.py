@@ -15,6 +15,7 @@ from testkit.shared import RULES
 
 from policyd.catalog.snapshot import Catalog
 from policyd.decision.admission import admit_runtime
+from policyd.decision.decider import Decider
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.manifests import parse_inference_service, parse_model, parse_object, parse_runtime
 
@@ -128,9 +129,9 @@ def _csr(name: str) -> Any:
 def test_same_priority_refused_denies_what_the_bundled_rules_admit_with_a_warning(tmp_path: Path) -> None:
     catalog = Catalog.of([_csr("csr-a")])
     message = "same priority assigned for the model format safetensors in the clusterservingruntimes csr-a and csr-b"
-    bundled = admit_runtime(catalog, _csr("csr-b"), build_revision(RULES))
+    bundled = admit_runtime(catalog, _csr("csr-b"), Decider(build_revision(RULES)))
     assert (bundled.denial, bundled.warnings) == (None, (message,))
-    refused = admit_runtime(catalog, _csr("csr-b"), with_example(tmp_path, "same-priority-refused.yaml"))
+    refused = admit_runtime(catalog, _csr("csr-b"), Decider(with_example(tmp_path, "same-priority-refused.yaml")))
     assert refused.denial is not None and refused.denial.message == message
 
 
@@ -141,8 +142,8 @@ def test_refuse_what_ome_misreads_denies_what_the_bundled_rules_admit_with_a_war
         "spec": {"supportedModelFormats": [llama_entry()], "modelSizeRange": {"min": "2b", "max": "4B"}},
     }
     note = "spec.modelSizeRange.min: '2b' is not a size OME reads; it counts as 0"
-    bundled = admit_runtime(Catalog.of([]), parse_runtime(doc), build_revision(RULES))
+    bundled = admit_runtime(Catalog.of([]), parse_runtime(doc), Decider(build_revision(RULES)))
     assert (bundled.denial, bundled.warnings) == (None, (note,))
     revision = with_example(tmp_path, "refuse-what-ome-misreads.yaml")
-    refused = admit_runtime(Catalog.of([]), parse_runtime(doc), revision)
+    refused = admit_runtime(Catalog.of([]), parse_runtime(doc), Decider(revision))
     assert refused.denial is not None and refused.denial.message == f"runtime srt-2b is not read as written: {note}"

@@ -17,7 +17,8 @@ from policyd.backends import BACKENDS
 from policyd.backends.interface import Backend, Judged
 from policyd.contract import policy_pb2 as pb
 from policyd.decision.decider import Decider
-from policyd.facts import derive, fields
+from policyd.facts import fields
+from policyd.facts.derive import Derivation
 from policyd.facts.fields import CORE_FIELDS, FIELDS, catalogue
 from policyd.policy.revision import build_revision
 from policyd.records import BOOL, ENTRY, FROM_CATALOG, FROM_RUNTIME, INT, LIST, RUNTIME, STR, Field, Record
@@ -68,8 +69,8 @@ class ToyBackend:
         args = self._args(runtime)
         return {"toy_engine": args is not None, "toy_flags": args or []}
 
-    def runs(self, runtime: ServingRuntime, isvc: InferenceService | None) -> bool:
-        return self._args(runtime) is not None
+    def runs(self, engine_facts: Record) -> bool:
+        return bool(engine_facts["toy_engine"])
 
     def effective(
         self, runtime: ServingRuntime, isvc: InferenceService | None, model: BaseModel | None, refusal: Judged | None
@@ -134,8 +135,7 @@ def test_a_backend_declares_no_field_declared_already_of_another_scope_or_read_f
 @pytest.fixture
 def toy_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The toy backend installed as the registry's line would: where the core reads the registry
-    (a Decider takes the backends whose effect it reports)."""
-    monkeypatch.setattr(derive, "BACKENDS", (*BACKENDS, TOY))
+    (a Decider's Derivation takes the backends whose facts it derives and whose effect it reports)."""
     for name, spec in TOY.fields.items():
         monkeypatch.setitem(fields.FIELDS, name, spec)
 
@@ -150,7 +150,7 @@ def toy_runtime(name: str, *args: str) -> dict[str, Any]:
 def test_a_second_backend_is_a_package_and_a_rule_file(tmp_path: Path) -> None:
     rules = copy_rules(tmp_path)
     (rules / "35-toy-backend.yaml").write_text(TOY_RULES)
-    decider = Decider(build_revision(rules), (*BACKENDS, TOY))
+    decider = Decider(build_revision(rules), Derivation((*BACKENDS, TOY)))
     objects = catalog(model(), toy_runtime("toy-turbo", "--turbo"), toy_runtime("toy-plain"))
     assert [v.runtime.meta.name for v in decider.select(objects, parsed_isvc(isvc())).ranking] == ["toy-plain"]
     selection, judged = decider.explain_all(objects, parsed_isvc(isvc()))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from policyd.facts.admission import admit_pair_records, admit_runtime_record
-from policyd.facts.derive import Subject, component_records, entry_facts, runtime_record, subject_record
+from policyd.facts.derive import Derivation, Subject, component_records
 from policyd.facts.fields import FIELDS, fields_of, neutral_record, reader
 from policyd.policy.effects import DECIDING
 from policyd.records import (
@@ -36,9 +36,10 @@ def _records() -> dict[str, dict[str, object]]:
     base_model = parse_model(model())
     rt = parse_runtime(runtime(entries=[entry()], classes=["nvidia-h100"], size_range=("1B", "8B")))
     subject = Subject(request.meta.namespace, request, base_model, request.model, False)
-    base = subject_record(subject)
-    entries = entry_facts(base_model, rt, SCORING)
-    record = runtime_record(subject, base, rt, entries, SCORING, named=False)
+    facts = Derivation()
+    base = facts.subject_record(subject)
+    entries = facts.entries(base_model, rt, SCORING)
+    record = facts.runtime_record(subject, base, rt, entries, SCORING, named=False)
     accelerator = {"apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": "nvidia-h100"}}
     lint, _ = lint_records(
         catalog(model(), runtime("a", classes=["nvidia-h100"]), runtime("b"), accelerator), plain(default_revision())
@@ -47,10 +48,10 @@ def _records() -> dict[str, dict[str, object]]:
     unpinned = {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"}, "autoSelect": True}
     pairs = catalog(runtime("a", entries=[unpinned]), runtime("b", entries=[unpinned]))
     reviewed = pairs.runtimes[next(k for k in pairs.runtimes if k[2] == "b")]
-    admitted = admit_runtime_record(reviewed, pairs)
+    admitted = admit_runtime_record(reviewed, pairs, facts)
     return {
         ADMIT_RUNTIME: admitted,
-        ADMIT_PAIR: admit_pair_records(reviewed, admitted, pairs)[0],
+        ADMIT_PAIR: admit_pair_records(reviewed, admitted, pairs, facts)[0],
         REQUEST: base,
         RUNTIME: record,
         ENTRY: {**record, **entries[0]},

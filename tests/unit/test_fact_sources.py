@@ -13,7 +13,7 @@ from policyd.backends import BACKENDS
 from policyd.catalog.snapshot import NO_ACCELERATOR_CLASSES, Catalog
 from policyd.errors import InvalidInput
 from policyd.facts import fields
-from policyd.facts.derive import Subject, runtime_record, subject_record
+from policyd.facts.derive import Derivation, Subject
 from policyd.facts.fields import CORE_FIELDS, FIELDS, catalogue, fields_of
 from policyd.records import FROM_CATALOG, FROM_RUNTIME, LINT_RUNTIME, REQUEST, RUNTIME, STR, Field
 from policyd.resources.manifests import parse_object
@@ -56,7 +56,10 @@ def _memory(classes: list[str], *gpus: dict[str, Any]) -> int:
     assert isinstance(found, ServingRuntime)
     accelerators = Catalog.of([parse_object(g) for g in gpus]).classes() if gpus else NO_ACCELERATOR_CLASSES
     subject = Subject("default", None, None, accelerators=accelerators)
-    record = runtime_record(subject, subject_record(subject), found, (), default_revision().policy.scoring, False)
+    facts = Derivation()
+    record = facts.runtime_record(
+        subject, facts.subject_record(subject), found, (), default_revision().policy.scoring, False
+    )
     return int(record["accelerator_memory_min_gib"])
 
 

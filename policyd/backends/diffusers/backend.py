@@ -25,9 +25,8 @@ class VllmOmniDiffusers:
     def engine_facts(self, runtime: ServingRuntime, isvc: InferenceService | None) -> Record:
         return facts.engine_facts(runtime, isvc)
 
-    def runs(self, runtime: ServingRuntime, isvc: InferenceService | None) -> bool:
-        # the engine facts, memoised: the request's runtime record has read them already
-        return bool(facts.engine_facts(runtime, isvc)["diffusers_backend"])
+    def runs(self, engine_facts: Record) -> bool:
+        return bool(engine_facts["diffusers_backend"])
 
     def effective(
         self, runtime: ServingRuntime, isvc: InferenceService | None, model: BaseModel | None, refusal: Judged | None

@@ -13,14 +13,9 @@ from policyd.backends import engine
 from policyd.backends.diffusers import tables as omni
 from policyd.backends.diffusers.config import BackendConfig, backend_config, read
 from policyd.backends.diffusers.serve_args import ServeArgs
-from policyd.memo import Bounded
 from policyd.records import Record
 from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
 from policyd.semantics.runner_merge import Runner
-
-_MEMO_LIMIT = 50_000
-_RUNTIME: Bounded[tuple[str, str], Record] = Bounded(_MEMO_LIMIT)
-_MODEL: Bounded[str, Record] = Bounded(_MEMO_LIMIT)
 
 
 def _json_type(value: Any) -> str:
@@ -84,26 +79,20 @@ NO_ENGINE: Record = _config_facts(read(ServeArgs(omni=False), Runner()))
 
 
 def model_facts(model: BaseModel) -> Record:
-    """How the backend sees the model (memoised by the model's digest)."""
-    hit = _MODEL.get(model.digest)
-    if hit is None:
-        names = omni.component_names(model)
-        cls = omni.pipeline_class(model)
-        repo = omni.hf_repo(model)
-        hit = _MODEL.put(
-            model.digest,
-            {
-                "model_pipeline_class": cls,
-                "model_pipeline_native": cls in omni.NATIVE_PIPELINES,
-                "model_pipeline_wan": cls in omni.WAN_PIPELINES,
-                "model_pipeline_known": model.pipeline is not None,
-                "model_pipeline_components": ", ".join(names) or "<none>",
-                "model_has_transformer_component": any(n in omni.TRANSFORMER_COMPONENTS for n in names),
-                "model_hf_repo": repo,
-                "model_diffusers_verified": omni.verified(repo) if repo else False,
-            },
-        )
-    return hit
+    """How the backend sees the model."""
+    names = omni.component_names(model)
+    cls = omni.pipeline_class(model)
+    repo = omni.hf_repo(model)
+    return {
+        "model_pipeline_class": cls,
+        "model_pipeline_native": cls in omni.NATIVE_PIPELINES,
+        "model_pipeline_wan": cls in omni.WAN_PIPELINES,
+        "model_pipeline_known": model.pipeline is not None,
+        "model_pipeline_components": ", ".join(names) or "<none>",
+        "model_has_transformer_component": any(n in omni.TRANSFORMER_COMPONENTS for n in names),
+        "model_hf_repo": repo,
+        "model_diffusers_verified": omni.verified(repo) if repo else False,
+    }
 
 
 def config_for(runtime: ServingRuntime, isvc: InferenceService | None) -> BackendConfig | None:
@@ -112,11 +101,6 @@ def config_for(runtime: ServingRuntime, isvc: InferenceService | None) -> Backen
 
 
 def engine_facts(runtime: ServingRuntime, isvc: InferenceService | None) -> Record:
-    """Facts of the runtime's engine command line (memoised by the runtime's and the
-    InferenceService engine's digests)."""
-    key = (runtime.digest, engine.engine_key(isvc))
-    hit = _RUNTIME.get(key)
-    if hit is None:
-        config = config_for(runtime, isvc)
-        hit = _RUNTIME.put(key, NO_ENGINE if config is None else _config_facts(config))
-    return hit
+    """Facts of the runtime's engine command line as the InferenceService runs it."""
+    config = config_for(runtime, isvc)
+    return NO_ENGINE if config is None else _config_facts(config)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from jsonpath_ng import Child, Fields
@@ -30,7 +29,7 @@ class _NotFound(Exception):
 
 @dataclass(frozen=True)
 class _Range:
-    expression: str
+    path: Path
     body: list[Any]  # of str (literal text), _Expr, _Range
 
 
@@ -67,7 +66,9 @@ def _tree(tokens: list[Any], template: str) -> list[Any]:
             if len(stack) == 1:
                 raise TemplateError(f"{{end}} without {{range}} in {template!r}")
             expression, body = stack.pop()
-            stack[-1][1].append(_Range(expression, body))
+            stack[-1][1].append(_Range(Path(expression), body))
+        elif isinstance(token, _Expr) and not token.expression.startswith('"'):
+            stack[-1][1].append(Path(token.expression))
         else:
             stack[-1][1].append(token)
     if len(stack) != 1:
@@ -75,17 +76,38 @@ def _tree(tokens: list[Any], template: str) -> list[Any]:
     return stack[0][1]
 
 
-@cache
-def _compiled(expression: str) -> Any:
-    text = expression.strip()
-    if text.startswith("."):
-        text = "$" + text
-    elif text in ("", "@"):
-        text = "$"
-    try:
-        return parse(text)
-    except (JsonPathLexerError, JsonPathParserError, Exception) as err:
-        raise TemplateError(f"bad JSONPath {expression!r}: {err}") from None
+class Path:
+    """One expression (``.a.b``, or ``{.a.b}`` as custom-columns write it), parsed once: a table
+    applies it to every row."""
+
+    def __init__(self, expression: str) -> None:
+        self.expression = expression
+        text = expression.strip().removeprefix("{").removesuffix("}").strip()
+        if text.startswith("."):
+            text = "$" + text
+        elif text in ("", "@"):
+            text = "$"
+        try:
+            self._parsed = parse(text)
+        except (JsonPathLexerError, JsonPathParserError, Exception) as err:
+            raise TemplateError(f"bad JSONPath {expression!r}: {err}") from None
+
+    def values(self, data: Any) -> list[Any]:
+        """What it finds in ``data``: nothing for a field ``data`` lacks, which kubectl's
+        custom-columns print as ``<none>``."""
+        try:
+            return [match.value for match in self._parsed.find(data)]
+        except TypeError:  # a filter comparing values of different types
+            return []
+
+    def found(self, data: Any) -> list[Any]:
+        """As ``values``, but a field none of the values before it has is an error (a template's)."""
+        found = [match.value for match in self._parsed.find(data)]
+        if not found:
+            field = _missing(self._parsed, data)
+            if field is not None:
+                raise _NotFound(field)
+        return found
 
 
 def _missing(path: Any, data: Any) -> str | None:
@@ -100,25 +122,6 @@ def _missing(path: Any, data: Any) -> str | None:
     if isinstance(right, Fields) and "*" not in right.fields and not any(right.find(m) for m in before):
         return ",".join(right.fields)
     return None
-
-
-def _values(expression: str, data: Any) -> list[Any]:
-    path = _compiled(expression)
-    found = [match.value for match in path.find(data)]
-    if not found:
-        field = _missing(path, data)
-        if field is not None:
-            raise _NotFound(field)
-    return found
-
-
-def values(expression: str, data: Any) -> list[Any]:
-    """What one expression (``.a.b`` or ``{.a.b}``) finds in ``data``: nothing for a field it
-    lacks, which kubectl's custom-columns print as ``<none>``."""
-    try:
-        return [match.value for match in _compiled(expression.strip().removeprefix("{").removesuffix("}")).find(data)]
-    except TypeError:  # a filter comparing values of different types
-        return []
 
 
 def text(value: Any) -> str:
@@ -137,12 +140,12 @@ def _render(nodes: list[Any], data: Any) -> str:
         if isinstance(node, str):
             out.append(node)
         elif isinstance(node, _Range):
-            for item in _values(node.expression, data):
+            for item in node.path.found(data):
                 out.append(_render(node.body, item))
-        elif node.expression.startswith('"'):
-            out.append(json.loads(node.expression))  # a literal, e.g. {"\n"}
+        elif isinstance(node, Path):
+            out.append(" ".join(text(v) for v in node.found(data)))
         else:
-            out.append(" ".join(text(v) for v in _values(node.expression, data)))
+            out.append(json.loads(node.expression))  # a literal, e.g. {"\n"}
     return "".join(out)
 
 

@@ -112,10 +112,10 @@ def _rows(result: Result, printing: Printing) -> list[tuple[Any, Sequence[Any]]]
         raise OutputError("--sort-by and -o custom-columns take the commands that print a table")
     pairs = list(zip(result.items, result.rows, strict=True)) if result.items else [(None, r) for r in result.rows]
     if printing.sort_by:
-        path = printing.sort_by
+        path = jsonpath.Path(printing.sort_by)
 
         def key(pair: tuple[Any, Sequence[Any]]) -> tuple[int, Any]:
-            found = jsonpath.values(path, pair[0])
+            found = path.values(pair[0])
             return _sort_key(found[0] if found else None)
 
         pairs.sort(key=key)
@@ -130,7 +130,8 @@ def _table(result: Result, printing: Printing) -> str:
     if fmt.startswith(CUSTOM):
         specs = custom_columns(fmt)
         headers = [h for h, _ in specs]
-        rows = [[" ".join(jsonpath.text(v) for v in jsonpath.values(p, item)) for _, p in specs] for item, _ in pairs]
+        paths = [jsonpath.Path(p) for _, p in specs]
+        rows = [[" ".join(jsonpath.text(v) for v in p.values(item)) for p in paths] for item, _ in pairs]
     else:
         keep = [i for i, c in enumerate(result.columns) if fmt == "wide" or not c.wide]
         headers = [result.columns[i].header for i in keep]
