@@ -91,7 +91,7 @@ class Replica(Measured):
     def __init__(self, kubeconfig: Path, directory: Path, name: str) -> None:
         self.ready_file = directory / f"{name}.ready"
         self.ready_file.unlink(missing_ok=True)
-        args = [sys.executable, "-m", "policyd.server.main", "--cluster", "--kubeconfig", str(kubeconfig)]
+        args = [sys.executable, "-m", "policyd.daemon.main", "--cluster", "--kubeconfig", str(kubeconfig)]
         args += ["--listen", "127.0.0.1:0", "--ready-file", str(self.ready_file), "--log-level", "warning"]
         self.log = directory / f"{name}.log"
         self.name = name

@@ -273,7 +273,7 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
     figures: dict[str, float] = {}
     with contextlib.ExitStack() as stack:
         policyd = stack.enter_context(
-            serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "error"], "127.0.0.1:0")
+            serving("policyd.daemon.main", ["--rules", str(RULES), "--log-level", "error"], "127.0.0.1:0")
         )
         renderer = stack.enter_context(serving("policyd.clients.renderer.main", [], "unix:{tmp}/render.sock"))
         configuration = client.Configuration()

@@ -72,7 +72,7 @@ def main() -> None:
         for f in (ROOT / "rules").glob("*.yaml"):
             shutil.copy(f, rules)
         daemon = ["--rules", str(rules), "--catalog", str(CATALOG), "--watch-interval", "0.05", "--log-level", "error"]
-        with serving("policyd.server.main", daemon, "127.0.0.1:0") as address:
+        with serving("policyd.daemon.main", daemon, "127.0.0.1:0") as address:
             channel = grpc.insecure_channel(address)
             stub = policy_pb2_grpc.PolicyServiceStub(channel)
             stub.ApplyObjects(pb.ApplyObjectsRequest(objects=[rpb.Object(manifest=json.dumps(MODEL))]))

@@ -82,7 +82,7 @@ def rss_mb(pid: int) -> float:
 def start(root: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     ready = tmp / "ready"
     env = {**os.environ, "PYTHONPATH": str(root)}
-    cmd = [sys.executable, "-m", "policyd.server.main", "--listen", "127.0.0.1:0", "--ready-file", str(ready)]
+    cmd = [sys.executable, "-m", "policyd.daemon.main", "--listen", "127.0.0.1:0", "--ready-file", str(ready)]
     proc = subprocess.Popen([*cmd, "--log-level", "error"], cwd=root, env=env, start_new_session=True)
     while not (ready.exists() and ready.read_text()):
         if proc.poll() is not None:

@@ -21,7 +21,7 @@ served for a while) on a loopback socket:
   each on its own connection, ÷ empty RPCs on the same connections; from one process with the
   decision cache off and on, and with it off from each count of ``--processes`` (default: as
   many as the cores, which policyd pins one to a core, and twice as many, which it leaves to
-  the kernel) — the daemon's answer to a multi-core machine (policyd/server/workers.py):
+  the kernel) — the daemon's answer to a multi-core machine (policyd/daemon/workers.py):
   first with each connection on the shared port (the process the kernel hashes it to), then
   "balanced", each connection's calls spread over the processes' own ports (GetStatus
   endpoints, gRPC round_robin), as ``policyctl --address a,b`` does;
@@ -125,7 +125,7 @@ def rss_mb(pid: int) -> float:
 
 @cache
 def _supports(option: str) -> bool:
-    usage = subprocess.run([sys.executable, "-m", "policyd.server.main", "--help"], capture_output=True, text=True)
+    usage = subprocess.run([sys.executable, "-m", "policyd.daemon.main", "--help"], capture_output=True, text=True)
     return option in usage.stdout
 
 
@@ -143,7 +143,7 @@ def daemon(catalog: Path, cache_mb: int, processes: int, parse_cache: Path) -> I
         rules = Path(tmp) / "rules"
         shutil.copytree(ROOT / "rules", rules, ignore=shutil.ignore_patterns("examples"))
         ready = Path(tmp) / "ready"
-        cmd = [sys.executable, "-m", "policyd.server.main", "--catalog", str(catalog), "--rules", str(rules)]
+        cmd = [sys.executable, "-m", "policyd.daemon.main", "--catalog", str(catalog), "--rules", str(rules)]
         cmd += ["--listen", "127.0.0.1:0", "--ready-file", str(ready), "--log-level", "error"]
         cmd += ["--decision-cache-mb", str(cache_mb)]
         if _supports("--parse-cache"):  # (not the code before it: the benchmark measures both)

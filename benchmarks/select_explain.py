@@ -131,7 +131,7 @@ def main() -> None:
     # decided (the cache keys no InferenceService name, so a new name per call would still hit it)
     for cache_mb, label in (("64", ""), ("0", ", decision not cached")):
         flags = ["--catalog", str(catalog), "--log-level", "warning", "--decision-cache-mb", cache_mb]
-        with serving("policyd.server.main", flags, "127.0.0.1:0") as address:
+        with serving("policyd.daemon.main", flags, "127.0.0.1:0") as address:
             _measure(address, label, catalog, args.n, args.seconds)
 
 

@@ -152,7 +152,7 @@ def measure(args: argparse.Namespace, directory: Path) -> dict[str, float]:
     with contextlib.ExitStack() as stack:
         stack.callback(probe.close)
         policyd = stack.enter_context(
-            serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "error"], "127.0.0.1:0")
+            serving("policyd.daemon.main", ["--rules", str(RULES), "--log-level", "error"], "127.0.0.1:0")
         )
         renderer = stack.enter_context(serving("policyd.clients.renderer.main", [], "unix:{tmp}/render.sock"))
         stack.enter_context(controller(kubeconfig, policyd, renderer, directory / "controller.log"))

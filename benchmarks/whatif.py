@@ -92,7 +92,7 @@ def cli(address: str, *args: str) -> float:
 
 def run(name: str, models: list[dict[str, Any]], repeat: int) -> None:
     args = ["--catalog", str(CATALOG), "--log-level", "warning"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         channel = grpc.insecure_channel(address)
         policy = policy_pb2_grpc.PolicyServiceStub(channel)
         objects = [rpb.Object(manifest=json.dumps(m)) for m in models] + [isvc(m) for m in models]

@@ -10,7 +10,7 @@ import tempfile
 from kubernetes import config
 from kubernetes.config.config_exception import ConfigException
 
-from policyd.exiting import at_exit
+from policyd.process.exiting import at_exit
 
 
 class ConfigError(Exception):

@@ -48,6 +48,7 @@ class Fact:
     name: str
     type: str
     scope: str
+    source: str  # what it reads: the request, the runtime judged, or other catalog objects (records.py)
     doc: str
 
 
@@ -94,7 +95,7 @@ def test(directory: Path) -> Tested:
 
 def facts() -> list[Fact]:
     """The fact fields a rule may test or print."""
-    return [Fact(name, f.type, f.scope, f.doc) for name, f in FIELDS.items()]
+    return [Fact(name, f.type, f.scope, f.source, f.doc) for name, f in FIELDS.items()]
 
 
 def rule_file_texts(directory: Path) -> list[tuple[str, str]]:
@@ -130,5 +131,6 @@ class LocalWhatIf:
 
         fields = FieldCheck(self.validation)
         handlers: dict[str, Callable[..., Any]] = {"Simulate": self.whatif.simulate, "Lint": self.whatif.lint}
-        response = handlers[method](request, self.state.revision, self.state.catalog, fields)
+        # as the daemon answers a call bringing objects of its own: a decider keeping nothing
+        response = handlers[method](request, self.state.decider.plain(), self.state.catalog, fields)
         return response, list(fields.warnings)

@@ -35,13 +35,18 @@ class Backend(Protocol[E]):
     def name(self) -> str: ...
 
     @property
+    def prefix(self) -> str:
+        """What each of its fact fields begins with, then ``_`` (the catalogue holds it to that)."""
+        ...
+
+    @property
     def fields(self) -> Mapping[str, Field]:
         """The fact fields it declares: model and runtime scopes only (none the core declares)."""
         ...
 
     @property
-    def response_field(self) -> str:
-        """The field of EffectiveResponse and DecideResponse that carries its section."""
+    def section(self) -> str:
+        """The field of an answer's EngineBackends that carries its section."""
         ...
 
     def model_facts(self, model: BaseModel) -> Record:

@@ -300,27 +300,3 @@ def no_collection() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def load_directory(root: Path, cache_dir: Path | None = None) -> DirectoryLoad:
-    """Every file under ``root`` once, as it is now (policyd.catalog.source keeps files' last good
-    content across changes)."""
-    if not root.is_dir():
-        return DirectoryLoad(errors=[f"{root}: catalog directory does not exist"])
-    files, faults = walk(root)
-    out = DirectoryLoad(errors=faults)
-    read: list[tuple[Path, str]] = []
-    for path in files:
-        try:
-            read.append((path, read_text(path)))
-        except InvalidInput as err:
-            out.errors.append(str(err))
-    parse_cache = ParseCache(cache_dir, root)
-    parsed = parse_cache.parse([text for _, text in read])
-    for (path, _), (_, found) in zip(read, parsed, strict=True):
-        try:
-            out.extend(found.at(path))
-        except InvalidInput as err:
-            out.errors.append(str(err))
-    parse_cache.keep({str(path): digest for (path, _), (digest, _) in zip(read, parsed, strict=True)})
-    return out

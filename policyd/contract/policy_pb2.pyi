@@ -623,8 +623,8 @@ class EffectiveResponse(_message.Message):
     COMPONENTS_FIELD_NUMBER: _builtins.int
     ERRORS_FIELD_NUMBER: _builtins.int
     REVISIONS_FIELD_NUMBER: _builtins.int
-    DIFFUSERS_BACKEND_FIELD_NUMBER: _builtins.int
     SELECTION_FIELD_NUMBER: _builtins.int
+    BACKENDS_FIELD_NUMBER: _builtins.int
     runtime: _builtins.str
     runtime_kind: _builtins.str
     @_builtins.property
@@ -636,12 +636,12 @@ class EffectiveResponse(_message.Message):
     @_builtins.property
     def revisions(self) -> Global___Revisions: ...
     @_builtins.property
-    def diffusers_backend(self) -> Global___DiffusersBackend:
-        """Set when the runtime's engine runs vLLM-Omni with --diffusion-load-format diffusers."""
-
-    @_builtins.property
     def selection(self) -> Global___RuntimeSelection:
         """How the runtime was chosen and why; unset without a runtime."""
+
+    @_builtins.property
+    def backends(self) -> Global___EngineBackends:
+        """What takes effect by each engine backend the runtime's engine runs."""
 
     def __init__(
         self,
@@ -651,16 +651,40 @@ class EffectiveResponse(_message.Message):
         components: _abc.Iterable[Global___ComponentMode] | None = ...,
         errors: _abc.Iterable[Global___Rejection] | None = ...,
         revisions: Global___Revisions | None = ...,
-        diffusers_backend: Global___DiffusersBackend | None = ...,
         selection: Global___RuntimeSelection | None = ...,
+        backends: Global___EngineBackends | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["diffusers_backend", b"diffusers_backend", "revisions", b"revisions", "selection", b"selection"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backends", b"backends", "revisions", b"revisions", "selection", b"selection"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["components", b"components", "diffusers_backend", b"diffusers_backend", "errors", b"errors", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind", "selection", b"selection"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backends", b"backends", "components", b"components", "errors", b"errors", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind", "selection", b"selection"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___EffectiveResponse: _TypeAlias = EffectiveResponse  # noqa: Y015
+
+@_typing.final
+class EngineBackends(_message.Message):
+    """An engine backend's section for each backend a runtime's engine runs; unset for the others."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DIFFUSERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def diffusers(self) -> Global___DiffusersBackend:
+        """Set when the runtime's engine runs vLLM-Omni with --diffusion-load-format diffusers."""
+
+    def __init__(
+        self,
+        *,
+        diffusers: Global___DiffusersBackend | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["diffusers", b"diffusers"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["diffusers", b"diffusers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EngineBackends: _TypeAlias = EngineBackends  # noqa: Y015
 
 @_typing.final
 class RuntimeSelection(_message.Message):
@@ -811,8 +835,8 @@ class DecideResponse(_message.Message):
     EVENT_REASON_FIELD_NUMBER: _builtins.int
     COMPONENTS_FIELD_NUMBER: _builtins.int
     ACCELERATOR_CLASSES_FIELD_NUMBER: _builtins.int
-    DIFFUSERS_BACKEND_FIELD_NUMBER: _builtins.int
     REVISIONS_FIELD_NUMBER: _builtins.int
+    BACKENDS_FIELD_NUMBER: _builtins.int
     runtime: _builtins.str
     """The runtime to use; empty with a rejection."""
     runtime_kind: _builtins.str
@@ -846,11 +870,11 @@ class DecideResponse(_message.Message):
         """
 
     @_builtins.property
-    def diffusers_backend(self) -> Global___DiffusersBackend:
-        """As EffectiveResponse.diffusers_backend."""
-
-    @_builtins.property
     def revisions(self) -> Global___Revisions: ...
+    @_builtins.property
+    def backends(self) -> Global___EngineBackends:
+        """As EffectiveResponse.backends."""
+
     def __init__(
         self,
         *,
@@ -865,12 +889,12 @@ class DecideResponse(_message.Message):
         event_reason: _builtins.str = ...,
         components: _abc.Iterable[Global___ComponentMode] | None = ...,
         accelerator_classes: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
-        diffusers_backend: Global___DiffusersBackend | None = ...,
         revisions: Global___Revisions | None = ...,
+        backends: Global___EngineBackends | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["diffusers_backend", b"diffusers_backend", "rejection", b"rejection", "revisions", b"revisions"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backends", b"backends", "rejection", b"rejection", "revisions", b"revisions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "components", b"components", "diffusers_backend", b"diffusers_backend", "entry_index", b"entry_index", "event", b"event", "event_reason", b"event_reason", "named", b"named", "rejection", b"rejection", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind", "runtime_namespace", b"runtime_namespace", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accelerator_classes", b"accelerator_classes", "backends", b"backends", "components", b"components", "entry_index", b"entry_index", "event", b"event", "event_reason", b"event_reason", "named", b"named", "rejection", b"rejection", "revisions", b"revisions", "runtime", b"runtime", "runtime_kind", b"runtime_kind", "runtime_namespace", b"runtime_namespace", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

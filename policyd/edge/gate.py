@@ -19,8 +19,9 @@ from typing import Any, Protocol
 import grpc
 from google.protobuf.message import DecodeError
 
-from policyd.edge.limits import LimitExceeded, Limits, check_request, deadline_in
-from policyd.edge.metadata_keys import FIELD_KEY, encoded
+from policyd.edge.limits import Limits, check_request, deadline_in
+from policyd.edge.status import abort, grpc_code
+from policyd.errors import CallError, DeadlineExceeded, Forbidden, InvalidInput, LimitExceeded, NotServing
 
 log = logging.getLogger("policyd.gate")
 QUIET_SECONDS = 0.25  # draining ends once no call has arrived for this long (and none is in progress)
@@ -112,7 +113,7 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
                     self._active += 1
             if draining:
                 self.count_call(method, grpc.StatusCode.UNAVAILABLE)
-                context.abort(grpc.StatusCode.UNAVAILABLE, "shutting down: not taking new calls (retry)")
+                abort(context, NotServing("shutting down: not taking new calls (retry)"))
             try:
                 return self._serve(method, inner, request, context)
             finally:
@@ -129,30 +130,27 @@ class Gate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are 
         remaining = context.time_remaining()
         refusal = self._refusal(method, request, context, remaining)
         if refusal is not None:
-            code, message, field = refusal
-            self.count_call(method, code)
-            if field:
-                context.set_trailing_metadata(((FIELD_KEY, encoded(field)),))
-            context.abort(code, message)
+            self.count_call(method, grpc_code(refusal))
+            abort(context, refusal)
         timeout = self.limits.call_timeout if remaining is None else min(remaining, self.limits.call_timeout)
         with deadline_in(timeout):
             return inner(request, context)
 
     def _refusal(
         self, method: str, request: Any, context: grpc.ServicerContext, remaining: float | None
-    ) -> tuple[grpc.StatusCode, str, str] | None:
+    ) -> CallError | None:
         if isinstance(request, _Undecodable):
-            return grpc.StatusCode.INVALID_ARGUMENT, f"the request is not a valid {method} request: {request.error}", ""
+            return InvalidInput("", f"the request is not a valid {method} request: {request.error}")
         if self.authorizer is not None and not self.authorizer.allows(method, context.auth_context()):
             names = context.auth_context().get("x509_common_name", ())
             who = ", ".join(sorted({v.decode(errors="replace") for v in names}))
-            return grpc.StatusCode.PERMISSION_DENIED, f"{who or 'an anonymous caller'} may not call {method}", ""
+            return Forbidden(f"{who or 'an anonymous caller'} may not call {method}")
         if remaining is not None and remaining <= 0:
-            return grpc.StatusCode.DEADLINE_EXCEEDED, "the call's deadline passed before it was served", ""
+            return DeadlineExceeded("the call's deadline passed before it was served")
         try:
             check_request(request, self.limits)
         except LimitExceeded as err:
-            return grpc.StatusCode.RESOURCE_EXHAUSTED, str(err), err.field
+            return err
         return None
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from policyd.contract import resources_pb2 as rpb
+from policyd.errors import DeadlineExceeded, LimitExceeded
 
 # Answers are kept within what a default gRPC client takes (4 MiB), with room for trailers.
 RESPONSE_BUDGET = (4 << 20) - (64 << 10)
@@ -26,17 +27,6 @@ class Limits:
     max_manifest_bytes: int = 3 << 20  # one manifest (the API server's request limit)
     max_concurrent: int = 64  # calls in progress or queued
     call_timeout: float = 30.0  # seconds; a client's shorter deadline wins
-
-
-class LimitExceeded(Exception):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
-
-
-class DeadlineExceeded(Exception):
-    pass
 
 
 _DEADLINE: ContextVar[float] = ContextVar("policyd_deadline", default=math.inf)

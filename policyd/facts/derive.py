@@ -26,6 +26,7 @@ from policyd.records import MODEL, Record
 from policyd.resources.deployment_modes import COMPONENTS
 from policyd.resources.objects import BaseModel, Entry, InferenceService, ModelRef, ServingRuntime, VersionedName
 from policyd.resources.versions import version_satisfies
+from policyd.semantics.diffusion_model import component_names, hf_repo, pipeline_class
 from policyd.semantics.format_label import format_label
 from policyd.semantics.modes import annotated_mode, effective_mode, requested_mode
 from policyd.semantics.pipelines import first_mismatch
@@ -128,6 +129,10 @@ def _model_facts(model: BaseModel | None, ref: ModelRef | None, backends: Sequen
         and model.framework.version_set,
         "model_architecture": model.architecture if model else "",
         "model_quantization": model.quantization if model else "",
+        "model_pipeline_class": pipeline_class(model) if model else "",
+        "model_pipeline_known": model is not None and model.pipeline is not None,
+        "model_pipeline_components": (", ".join(component_names(model)) or "<none>") if model else "",
+        "model_hf_repo": hf_repo(model) if model else "",
     }
 
 

@@ -191,6 +191,17 @@ CORE_FIELDS: dict[str, Field] = {
     ),
     "model_architecture": Field(STR, MODEL, "spec.modelArchitecture", source=FROM_REQUEST),
     "model_quantization": Field(STR, MODEL, "spec.quantization", source=FROM_REQUEST),
+    # how any diffusion backend sees the model (semantics/diffusion_model.py)
+    "model_pipeline_class": Field(
+        STR, MODEL, "diffusionPipeline.className, else modelArchitecture", source=FROM_REQUEST
+    ),
+    "model_pipeline_known": Field(BOOL, MODEL, "the model records a diffusionPipeline", source=FROM_REQUEST),
+    "model_pipeline_components": Field(
+        STR, MODEL, "its model_index.json component names, comma-separated", source=FROM_REQUEST
+    ),
+    "model_hf_repo": Field(
+        STR, MODEL, "the Hugging Face repository of an hf:// model, else empty", source=FROM_REQUEST
+    ),
     # the runtime, for this request
     "runtime_name": Field(STR, RUNTIME, "metadata.name of the runtime", source=FROM_RUNTIME),
     "runtime_kind": Field(STR, RUNTIME, "ServingRuntime or ClusterServingRuntime", source=FROM_RUNTIME),
@@ -549,13 +560,18 @@ _BACKEND_SCOPES = (MODEL, RUNTIME)
 
 def catalogue(backends: Sequence[Backend[Any]]) -> dict[str, Field]:
     """The core's fields and each backend's: a backend declares model and runtime fields only,
-    none read from the catalog, and none that the core or another backend declares. Every field
+    each named with its prefix, none read from the catalog, and none that the core or another
+    backend declares. Every field
     declares what it reads (records.py's SOURCES); a request or model field reads no runtime."""
     out = dict(CORE_FIELDS)
     for backend in backends:
         for name, spec in backend.fields.items():
             if name in out:
                 raise ValueError(f"{backend.name}: fact field {name!r} is declared already")
+            if not name.startswith(backend.prefix + "_"):
+                raise ValueError(
+                    f"{backend.name}: fact field {name!r} does not begin with the backend's prefix {backend.prefix}_"
+                )
             if spec.scope not in _BACKEND_SCOPES:
                 raise ValueError(
                     f"{backend.name}: fact field {name!r} has scope {spec.scope!r}; a backend's fields are"

@@ -15,15 +15,12 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from google.protobuf.message import Message
 
 from policyd.contract import policy_pb2 as pb
+from policyd.errors import Busy
 from policyd.memo import transient
 
 WHATIF = frozenset({"Simulate", "Lint"})
 # a pin or the objects a review just created are a few kilobytes; a catalog past this is a bulk of its own
 HEAVY_CATALOG_BYTES = 64 << 10
-
-
-class Busy(Exception):
-    pass
 
 
 def _catalog(request: Message) -> pb.RequestCatalog | None:

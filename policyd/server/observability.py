@@ -1,4 +1,4 @@
-"""Prometheus metrics and the optional decision log (the logs' format: policyd/logs.py)."""
+"""Prometheus metrics and the optional decision log (the logs' format: policyd/process/logs.py)."""
 
 from __future__ import annotations
 

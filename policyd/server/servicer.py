@@ -22,17 +22,17 @@ from policyd.decision.answers import Choice, Effective
 from policyd.decision.decider import Decider
 from policyd.decision.lookup import check_lookup
 from policyd.decision.runtime_alone import first_catalog_refusal
-from policyd.edge.limits import DeadlineExceeded
 from policyd.edge.metadata_keys import AT_LEAST_KEY
-from policyd.errors import InvalidInput, NotHere, NotServing
+from policyd.edge.status import abort, grpc_code, warning_trailers
+from policyd.errors import CallError, InvalidInput, NotHere, NotServing
 from policyd.kube.sync import ClusterCatalog, Refusal, parse_at_least
 from policyd.resources.objects import MODEL_KINDS, InferenceService, ModelRef, ServingRuntime
 from policyd.resources.proto import object_manifest, struct_to_dict
 from policyd.server import observability as obs
-from policyd.server import responses
+from policyd.server import responses, wire
 from policyd.server.cachekey import request_digest
 from policyd.server.fieldcheck import FieldCheck, mode_of
-from policyd.server.heavy import Busy, HeavyCalls, brings_objects
+from policyd.server.heavy import HeavyCalls, brings_objects
 from policyd.server.requests import (
     ISVC_FIELD,
     catalog_keys,
@@ -42,10 +42,9 @@ from policyd.server.requests import (
     parse_isvc,
     under,
 )
-from policyd.server.responses import Encoded, encode
-from policyd.server.rpc_errors import invalid_argument, warning_trailers
 from policyd.server.state import CacheKey, Change, ServingState
 from policyd.server.whatif_calls import WhatIf
+from policyd.server.wire import Encoded, encode
 
 log = logging.getLogger("policyd.rpc")
 Resp = TypeVar("Resp", bound=Message)
@@ -194,28 +193,14 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
                     return cached[0]
                 with self.heavy.scope(rpc, request):
                     response = handler(request, self._decider(rpc, request, decider), catalog, fields)
-            except Busy as err:
-                code = grpc.StatusCode.RESOURCE_EXHAUSTED
-                context.abort(code, str(err))
-            except InvalidInput as err:
-                code = grpc.StatusCode.INVALID_ARGUMENT
-                log.info(
-                    "invalid argument",
-                    extra={"rpc": rpc, "request_id": str(request_id), "field": err.field, "error": err.message},
-                )
-                status = invalid_argument(err, fields.warnings)
-                # what abort_with_status does, in two steps every ServicerContext has
-                context.set_trailing_metadata(status.trailing_metadata)
-                context.abort(status.code, status.details)
-            except NotServing as err:
-                code = grpc.StatusCode.UNAVAILABLE
-                context.abort(code, str(err))
-            except NotHere as err:
-                code = grpc.StatusCode.FAILED_PRECONDITION
-                context.abort(code, str(err))
-            except DeadlineExceeded:
-                code = grpc.StatusCode.DEADLINE_EXCEEDED
-                context.abort(code, "the call ran past its deadline (the client's, or --call-timeout)")
+            except CallError as err:
+                code = grpc_code(err)
+                if isinstance(err, InvalidInput):
+                    log.info(
+                        "invalid argument",
+                        extra={"rpc": rpc, "request_id": str(request_id), "field": err.field, "error": err.message},
+                    )
+                abort(context, err, fields.warnings if isinstance(err, InvalidInput) else ())
             except Exception:
                 code = grpc.StatusCode.INTERNAL
                 log.exception("internal error", extra={"rpc": rpc, "request_id": str(request_id)})
@@ -293,10 +278,10 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             revisions=self._revisions(decider, catalog),
             rejection=responses.rejection(result.refusal),
         )
-        identities = responses.identities(e.runtime for e in result.excluded)
+        identities = wire.identities(e.runtime for e in result.excluded)
         verdicts = [e.verdict for e in result.excluded]
-        excluded = responses.Rows(identities, verdicts, full=full, by_verdict=True)
-        return responses.with_rows(head, "excluded", excluded, "excluded_omitted", responses.ranking(result.ranking))
+        excluded = wire.Rows(identities, verdicts, full=full, by_verdict=True)
+        return wire.with_rows(head, "excluded", excluded, "excluded_omitted", wire.ranking(result.ranking))
 
     def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
         return self._serve("Explain", request, context, self._explain)
@@ -329,9 +314,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
             model_name=explanation.model.meta.name,
             revisions=self._revisions(decider, catalog),
         )
-        identities = responses.scope_identities(explanation.scope)
-        rows = responses.Rows(identities, explanation.verdicts, explanation.kept, full=full)
-        return responses.with_rows(head, "runtimes", rows, "runtimes_omitted")
+        identities = wire.scope_identities(explanation.scope)
+        rows = wire.Rows(identities, explanation.verdicts, explanation.kept, full=full)
+        return wire.with_rows(head, "runtimes", rows, "runtimes_omitted")
 
     def Resolve(self, request: pb.ResolveRequest, context: grpc.ServicerContext) -> pb.ResolveResponse:
         return self._serve("Resolve", request, context, self._resolve)

@@ -24,8 +24,8 @@ from policyd.memo import Lru
 from policyd.policy.loader import RuleFileError
 from policyd.policy.revision import Revision, build_revision
 from policyd.resources.objects import ServingRuntime
-from policyd.server.responses import Encoded
 from policyd.server.revision_refs import RefCounts
+from policyd.server.wire import Encoded
 
 log = logging.getLogger("policyd.state")
 

@@ -26,9 +26,9 @@ from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 from policyd.policy.loader import load_policy
 from policyd.server.observability import DecisionLog
-from policyd.server.responses import Encoded
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ServingState
+from policyd.server.wire import Encoded
 
 ROOT = REPO
 SERVICE = pb.DESCRIPTOR.services_by_name["PolicyService"]

@@ -12,13 +12,13 @@ import pytest
 from policyd.contract import policy_pb2 as pb
 from policyd.decision import decider
 from policyd.edge import limits
-from policyd.server import responses
+from policyd.server import wire
 
 from .support import Harness, isvc_manifest, isvc_text, manifest_catalog, model_manifest, runtime_70b_manifest
 
 RUNTIMES = 60
 # the rows are encoded some at a time, the budget looked at in between: the cut falls in the first lot or a later one
-AT_ONCE = pytest.mark.parametrize("at_once", [responses.ROWS_AT_ONCE, 7], ids=["all at once", "7 at a time"])
+AT_ONCE = pytest.mark.parametrize("at_once", [wire.ROWS_AT_ONCE, 7], ids=["all at once", "7 at a time"])
 
 
 def _catalog() -> pb.RequestCatalog:
@@ -34,7 +34,7 @@ def _catalog() -> pb.RequestCatalog:
 def test_a_no_runtime_answer_too_large_lists_what_fits_and_counts_the_rest(
     harness: Harness, monkeypatch: pytest.MonkeyPatch, at_once: int
 ) -> None:
-    monkeypatch.setattr(responses, "ROWS_AT_ONCE", at_once)
+    monkeypatch.setattr(wire, "ROWS_AT_ONCE", at_once)
     whole = harness.ok("Select", pb.SelectRequest(inference_service=isvc_text(isvc_manifest()), catalog=_catalog()))
     assert len(whole.excluded) == RUNTIMES and whole.excluded_omitted == 0 and "more" not in whole.error
     monkeypatch.setattr(decider, "LISTED_TEXT_LIMIT", 2000)
@@ -52,7 +52,7 @@ def test_a_no_runtime_answer_too_large_lists_what_fits_and_counts_the_rest(
 def test_an_explanation_too_large_keeps_the_first_runtimes_and_counts_the_rest(
     harness: Harness, monkeypatch: pytest.MonkeyPatch, at_once: int
 ) -> None:
-    monkeypatch.setattr(responses, "ROWS_AT_ONCE", at_once)
+    monkeypatch.setattr(wire, "ROWS_AT_ONCE", at_once)
     request = pb.ExplainRequest(inference_service=isvc_text(isvc_manifest()), catalog=_catalog())
     whole = harness.ok("Explain", request)
     monkeypatch.setattr(limits, "RESPONSE_BUDGET", 5000)

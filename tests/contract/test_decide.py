@@ -67,8 +67,8 @@ def _as_the_calls_answer(harness: Harness, doc: dict[str, Any], catalog: pb.Requ
     if not expected.HasField("rejection"):
         effective = harness.ok("Effective", pb.EffectiveRequest(inference_service=isvc, catalog=catalog))
         expected.components.extend(effective.components)
-        if effective.HasField("diffusers_backend"):
-            expected.diffusers_backend.CopyFrom(effective.diffusers_backend)
+        if effective.HasField("backends"):
+            expected.backends.CopyFrom(effective.backends)
     return expected
 
 

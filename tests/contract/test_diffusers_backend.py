@@ -1,4 +1,4 @@
-"""The diffusers backend over the contract: Effective's diffusers_backend message, Explain's
+"""The diffusers backend over the contract: Effective's backends.diffusers message, Explain's
 reason and advisories, and Resolve's rejection of a named runtime that cannot start."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def test_effective_shows_what_takes_effect_in_a_diffusers_backend_engine(harness
         inference_service=isvc_text(kit.isvc()),
         catalog=manifest_catalog(kit.model(), kit.runtime("rt", "--dtype", "float16", *FP8), isolated=True),
     )
-    backend = harness.ok("Effective", request).diffusers_backend
+    backend = harness.ok("Effective", request).backends.diffusers
     assert backend.pipeline_class == "QwenImagePipeline"
     first = backend.from_pretrained[0]
     assert (first.key, first.value, first.source) == (
@@ -38,7 +38,7 @@ def test_effective_has_no_diffusers_section_for_other_engines(harness: Harness) 
         inference_service=isvc_text(kit.isvc()),
         catalog=manifest_catalog(kit.model(), kit.runtime("rt", diffusers=False), isolated=True),
     )
-    assert not harness.ok("Effective", request).HasField("diffusers_backend")
+    assert not harness.ok("Effective", request).backends.HasField("diffusers")
 
 
 def test_effective_of_a_named_runtime_that_cannot_start_shows_the_refusal(harness: Harness) -> None:
@@ -46,7 +46,7 @@ def test_effective_of_a_named_runtime_that_cannot_start_shows_the_refusal(harnes
         inference_service=isvc_text(kit.isvc(runtime="rt")),
         catalog=manifest_catalog(kit.model(), kit.runtime("rt", "--step-execution"), isolated=True),
     )
-    refusal = harness.ok("Effective", request).diffusers_backend.refusal
+    refusal = harness.ok("Effective", request).backends.diffusers.refusal
     assert refusal.rule_id == "diffusers-step-wise-execution-not-supported"
     assert "Step-wise execution is not yet supported with the diffusers backend." in refusal.message
 

@@ -17,7 +17,7 @@ from .support import World
 @pytest.fixture(scope="module")
 def services() -> Iterator[tuple[str, str]]:
     with (
-        serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "warning"], "127.0.0.1:0") as policyd,
+        serving("policyd.daemon.main", ["--rules", str(RULES), "--log-level", "warning"], "127.0.0.1:0") as policyd,
         serving("policyd.clients.renderer.main", [], "unix:{tmp}/render.sock") as renderer,
     ):
         yield policyd, renderer

@@ -36,7 +36,7 @@ def runtimes(count: int, start: int = 0) -> dict[CatalogKey, dict[str, Any]]:
 @pytest.fixture
 def policy() -> Iterator[policy_pb2_grpc.PolicyServiceStub]:
     args = ["--rules", str(RULES), "--max-objects", str(MAX_OBJECTS), "--log-level", "warning"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address, grpc.insecure_channel(address) as channel:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address, grpc.insecure_channel(address) as channel:
         yield policy_pb2_grpc.PolicyServiceStub(channel)
 
 

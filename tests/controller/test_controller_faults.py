@@ -220,7 +220,7 @@ def test_policyd_down_is_reported_in_status_and_retried_until_it_is_back(world: 
     address = f"127.0.0.1:{free_port()}"
     args = ["--rules", str(RULES), "--log-level", "warning"]
     with contextlib.ExitStack() as first, running(world, policyd=address) as controller:
-        first.enter_context(serving("policyd.server.main", args, address))
+        first.enter_context(serving("policyd.daemon.main", args, address))
         serving_named(world)
         first.close()  # policyd stops
         world.apply(auto_model())
@@ -230,7 +230,7 @@ def test_policyd_down_is_reported_in_status_and_retried_until_it_is_back(world: 
         assert (condition["status"], condition["reason"]) == ("Unknown", "PolicyUnavailable")
         assert condition["message"].startswith(f"policyd at {address}: UNAVAILABLE")
         eventually(lambda: controller.logged("retrying in"), what="the retry logged")  # after the status it wrote
-        with serving("policyd.server.main", args, address):  # back, with an empty catalog
+        with serving("policyd.daemon.main", args, address):  # back, with an empty catalog
             # every InferenceService, not only the one retried first: each may have been told
             # PolicyUnavailable while policyd was away, and each is decided again once it is back
             for name in (AUTO_ISVC, NAMED_ISVC):

@@ -100,7 +100,7 @@ def policyd_replicas(kubeconfig: Path, count: int) -> Iterator[list[tuple[str, i
             metrics = free_port()
             args = ["--cluster", "--kubeconfig", str(kubeconfig), "--log-level", "warning"]
             address = stack.enter_context(
-                serving("policyd.server.main", [*args, "--metrics-port", str(metrics)], "127.0.0.1:0", timeout=90)
+                serving("policyd.daemon.main", [*args, "--metrics-port", str(metrics)], "127.0.0.1:0", timeout=90)
             )
             replicas.append((address, metrics))
         yield replicas

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from google.protobuf.message import Message
 from testkit import synthetic
+from testkit.catalog_dir import load_directory
 from testkit.llama import MODEL_NAME, llama_entry, model_manifest
 from testkit.shared import CATALOG, RULES
 
-from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog, CatalogObject
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
@@ -32,8 +32,8 @@ from policyd.resources.manifests import parse_inference_service, parse_object
 from policyd.resources.objects import InferenceService, ServingRuntime
 from policyd.server.fieldcheck import FieldCheck
 from policyd.server.observability import DecisionLog
-from policyd.server.responses import Encoded
 from policyd.server.servicer import PolicyServicer
+from policyd.server.wire import Encoded
 
 HERE = Path(__file__).parent
 

@@ -39,7 +39,7 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def own_daemon(watched: Path) -> Iterator[str]:
     args = ["--rules", str(RULES), "--catalog", str(watched), "--log-level", "warning"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         yield address
 
 

@@ -165,7 +165,7 @@ def editable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
     catalog.mkdir()
     write_yaml(catalog / "model.yaml", model_manifest())
     args = ["--rules", str(rules), "--catalog", str(catalog), "--log-level", "error"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         yield address, rules, catalog
 
 

@@ -30,7 +30,7 @@ from policyd.policy.loader import load_policy
 
 from .support import REPO, RULES, RUNTIME_NAME, spec_manifest, started
 
-DAEMON = [sys.executable, "-m", "policyd.server.main"]
+DAEMON = [sys.executable, "-m", "policyd.daemon.main"]
 
 
 def policyd(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -67,7 +67,7 @@ def _serving(address: str, timeout: float = 3) -> bool:
 
 def test_a_second_daemon_on_a_busy_port_is_refused(tmp_path: Path) -> None:
     args = ["--rules", str(RULES), "--log-level", "warning"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         second = policyd(*args, "--listen", address, "--catalog", str(tmp_path))
         refused(second, "address already in use", address)
         assert _serving(address)  # the first one keeps the port and its traffic
@@ -75,7 +75,7 @@ def test_a_second_daemon_on_a_busy_port_is_refused(tmp_path: Path) -> None:
 
 def test_a_live_unix_socket_is_not_taken_over(tmp_path: Path) -> None:
     args = ["--rules", str(RULES), "--log-level", "warning"]
-    with serving("policyd.server.main", args, f"unix:{tmp_path}/policyd.sock") as address:
+    with serving("policyd.daemon.main", args, f"unix:{tmp_path}/policyd.sock") as address:
         second = policyd(*args, "--listen", address)
         refused(second, "address already in use")
         assert (tmp_path / "policyd.sock").is_socket()
@@ -86,7 +86,7 @@ def test_a_socket_left_behind_by_a_dead_daemon_is_replaced(tmp_path: Path) -> No
     path = tmp_path / "policyd.sock"
     with socket.socket(socket.AF_UNIX) as stale:
         stale.bind(str(path))  # bound, never listening: what a killed process leaves
-    with serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "warning"], f"unix:{path}") as address:
+    with serving("policyd.daemon.main", ["--rules", str(RULES), "--log-level", "warning"], f"unix:{path}") as address:
         assert _serving(address)
 
 
@@ -121,7 +121,7 @@ def test_a_busy_metrics_port_is_refused() -> None:
 def test_metrics_bind_the_listen_host_not_every_interface() -> None:
     port = free_port()
     args = ["--rules", str(RULES), "--log-level", "warning", "--metrics-port", str(port)]
-    with serving("policyd.server.main", args, "127.0.0.1:0"):
+    with serving("policyd.daemon.main", args, "127.0.0.1:0"):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
             assert b"policyd_rules_revision_info" in reply.read()
         # 127.0.0.2 is this machine too: only a server bound to 0.0.0.0 answers there
@@ -169,7 +169,7 @@ def test_an_installed_wheel_serves_its_bundled_rules_by_default(installed_wheel:
     site = installed_wheel
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
     where = subprocess.run(
-        [sys.executable, "-c", "import policyd.server.main as m; print(m.DEFAULT_RULES)"],
+        [sys.executable, "-c", "import policyd.daemon.main as m; print(m.DEFAULT_RULES)"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -30,7 +30,7 @@ from policyd.contract import resources_pb2 as rpb
 from .support import REPO, RULES, policyctl, started, write_yaml
 
 CATALOG = REPO / "examples" / "catalog"
-DAEMON = [sys.executable, "-m", "policyd.server.main"]
+DAEMON = [sys.executable, "-m", "policyd.daemon.main"]
 LLAMA_3B = {
     "apiVersion": "ome.io/v1beta1",
     "kind": "InferenceService",

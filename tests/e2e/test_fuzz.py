@@ -20,8 +20,8 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from testkit.catalog_dir import load_directory
 
-from policyd.catalog.directory import load_directory
 from policyd.catalog.source import CatalogSource
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import render_pb2 as rdpb
@@ -175,7 +175,7 @@ def _rss_mb(pid: int) -> int:
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("fuzz")
-    daemon = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--catalog", str(CATALOG)]
+    daemon = [sys.executable, "-m", "policyd.daemon.main", "--rules", str(RULES), "--catalog", str(CATALOG)]
     renderer = [sys.executable, "-m", "policyd.clients.renderer.main"]
     with (
         started(

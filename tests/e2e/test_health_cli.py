@@ -57,7 +57,7 @@ def test_health_of_an_unreachable_daemon_is_a_clear_error() -> None:
 def stopping(tmp_path: Path) -> Iterator[str]:
     """A daemon that got SIGTERM and is draining: calls that keep arriving (refused) keep it so."""
     ready = tmp_path / "ready"
-    command = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--listen", "127.0.0.1:0"]
+    command = [sys.executable, "-m", "policyd.daemon.main", "--rules", str(RULES), "--listen", "127.0.0.1:0"]
     command += ["--ready-file", str(ready), "--shutdown-grace", "60", "--log-level", "error"]
     with started(command, ready, stdout=subprocess.DEVNULL) as proc:
         address = ready.read_text()

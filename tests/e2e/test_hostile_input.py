@@ -36,7 +36,7 @@ BOMB = "".join(f"    l{i}: &l{i} [" + ",".join([f"*l{i - 1}" if i else "lol"] * 
 @pytest.fixture(scope="module")
 def address() -> Iterator[str]:
     args = ["--rules", str(RULES), "--catalog", str(CATALOG), "--log-level", "warning"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as served:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as served:
         yield served
 
 
@@ -198,7 +198,7 @@ def limited() -> Iterator[str]:
         "--call-timeout",
         "0.001",
     ]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as served:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as served:
         yield served
 
 
@@ -207,7 +207,7 @@ def one_at_a_time() -> Iterator[str]:
     """A daemon serving one call at a time (a daemon of its own: the limit would also refuse the
     other tests' calls while the last call's end is still being processed)."""
     args = ["--rules", str(RULES), "--log-level", "warning", "--max-concurrent-rpcs", "1", "--workers", "1"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as served:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as served:
         yield served
 
 

@@ -27,7 +27,7 @@ def test_the_webhook_leaves_nothing_in_tmpdir(kube_cluster: Cluster, private_tmp
     isvc["spec"]["runtime"] = {"name": "srt-nowhere"}  # not in policyd's catalog: read from the cluster
     policyd = ["--rules", str(RULES), "--log-level", "warning"]
     with (
-        serving("policyd.server.main", policyd, "127.0.0.1:0") as address,
+        serving("policyd.daemon.main", policyd, "127.0.0.1:0") as address,
         running_webhook(address, certs.cert_dir, kubeconfig=kube_cluster.kubeconfig) as webhook,
     ):
         response = webhook.client(certs.ca).post(PATHS["inferenceservice"], admission_review(isvc)).response

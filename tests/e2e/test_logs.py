@@ -19,7 +19,7 @@ from .support import RULES, isvc_manifest, started
 
 def _log_of_one_bad_request(tmp_path: Path, fmt: str) -> list[str]:
     ready = tmp_path / f"ready-{fmt}"
-    cmd = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--listen", "127.0.0.1:0"]
+    cmd = [sys.executable, "-m", "policyd.daemon.main", "--rules", str(RULES), "--listen", "127.0.0.1:0"]
     cmd += ["--ready-file", str(ready), "--log-format", fmt]
     with started(cmd, ready) as daemon:
         address = ready.read_text()

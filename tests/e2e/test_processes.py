@@ -71,7 +71,7 @@ def test_every_process_answers_with_every_change_acknowledged_before(tmp_path: P
     metrics = _free_ports(2)
     args = ["--processes", "2", "--metrics-port", str(metrics), "--log-level", "warning"]
     args += ["--parse-cache", "", "--catalog", str(tmp_path)]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         options = [("grpc.use_local_subchannel_pool", 1)]  # a connection each, spread by the kernel
         channels = [grpc.insecure_channel(address, options=options) for _ in range(CONNECTIONS)]
         stubs = [policy_pb2_grpc.PolicyServiceStub(c) for c in channels]
@@ -126,7 +126,7 @@ def test_cpu_affinity_on_runs_each_worker_on_a_cpu_of_its_own(tmp_path: Path) ->
     cpus = sorted(os.sched_getaffinity(0))
     args = ["--processes", "2", "--cpu-affinity", "on", "--log-level", "warning"]
     args += ["--parse-cache", "", "--catalog", str(tmp_path)]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         masks = [_masks(pid) for pid in _workers(address)]
     assert len(masks) == 2 and all(len(m) == 1 and len(min(m)) == 1 for m in masks), masks  # each thread, one CPU
     assert sorted(min(min(m)) for m in masks) == [cpus[0], cpus[1 % len(cpus)]]
@@ -143,7 +143,7 @@ def test_each_process_has_an_endpoint_of_its_own_and_a_client_balancing_over_the
     metrics = _free_ports(2)
     args = ["--processes", "2", "--metrics-port", str(metrics), "--log-level", "warning"]
     args += ["--parse-cache", "", "--catalog", str(tmp_path)]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         with grpc.insecure_channel(address) as c:
             endpoints = list(policy_pb2_grpc.PolicyServiceStub(c).GetStatus(pb.GetStatusRequest()).endpoints)
         workers = _workers(address)

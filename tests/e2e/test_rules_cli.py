@@ -69,7 +69,7 @@ def test_daemon_refuses_to_start_on_broken_rules(tmp_path: Path) -> None:
     rules = _broken_copy(tmp_path, "when")
     with (
         pytest.raises(StartError) as caught,
-        serving("policyd.server.main", ["--rules", str(rules), "--log-level", "warning"], "127.0.0.1:0", timeout=20),
+        serving("policyd.daemon.main", ["--rules", str(rules), "--log-level", "warning"], "127.0.0.1:0", timeout=20),
     ):
         pytest.fail("policyd started on broken rules")
     message = str(caught.value)
@@ -80,10 +80,15 @@ def test_daemon_refuses_to_start_on_broken_rules(tmp_path: Path) -> None:
     assert "Traceback" not in message
 
 
-def test_rules_fields_lists_every_fact_field_a_rule_may_test() -> None:
+def test_rules_fields_lists_every_fact_field_a_rule_may_test_with_what_it_reads() -> None:
     result = policyctl("rules", "fields")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["FIELD", "TYPE", "ABOUT", "MEANING"]
-    listed = {line.split()[0] for line in lines[1:]}
-    assert {"framework_version_match", "runtime_labels", "pipeline_mismatch", "namespace"} <= listed
+    assert lines[0].split() == ["FIELD", "TYPE", "ABOUT", "SOURCE", "MEANING"]
+    listed = {line.split()[0]: line.split()[3] for line in lines[1:]}
+    assert {"framework_version_match", "runtime_labels", "pipeline_mismatch", "namespace"} <= listed.keys()
+    assert (listed["namespace"], listed["runtime_labels"], listed["accelerator_memory_min_gib"]) == (
+        "request",
+        "runtime",
+        "catalog",
+    )

@@ -16,7 +16,7 @@ from .support import RULES
 @pytest.mark.parametrize(
     ("module", "args"),
     [
-        ("policyd.server.main", ["--rules", str(RULES), "--listen", "127.0.0.1:0"]),
+        ("policyd.daemon.main", ["--rules", str(RULES), "--listen", "127.0.0.1:0"]),
         ("policyd.clients.renderer.main", ["--listen", "unix:{tmp}/render.sock"]),
     ],
 )

@@ -17,7 +17,7 @@ from testkit.certs import CA
 
 from .support import REPO, RULES, started
 
-DAEMON = [sys.executable, "-m", "policyd.server.main"]
+DAEMON = [sys.executable, "-m", "policyd.daemon.main"]
 
 
 def _policyd(*args: str) -> subprocess.CompletedProcess[str]:

@@ -31,7 +31,7 @@ def test_the_override_warning_and_status_say_how_long_the_change_holds(tmp_path:
     changed = write_yaml(tmp_path / "changed.yaml", dict(runtime, spec={**runtime["spec"], "disabled": True}))
     state = tmp_path / "state" if kept else None
     holds = KEPT if kept else LOST
-    with serving("policyd.server.main", _args(watched, state), "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", _args(watched, state), "127.0.0.1:0") as address:
         applied = policyctl("apply", "-f", str(changed), address=address)
         succeeded(applied)
         assert applied.stderr.strip() == (
@@ -39,7 +39,7 @@ def test_the_override_warning_and_status_say_how_long_the_change_holds(tmp_path:
             f"this change holds {holds}"
         )
         assert f"OVERRIDES OF THE WATCHED DIRECTORY ({holds})" in policyctl("status", address=address).stdout
-    with serving("policyd.server.main", _args(watched, state), "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", _args(watched, state), "127.0.0.1:0") as address:
         status = policyctl("status", address=address).stdout
         # what was said is what happens: the change outlives the restart only with --state-dir
         assert (f"clusterservingruntime.ome.io/{NAME}" in status) is kept, status

@@ -24,7 +24,7 @@ from policyd.contract import resources_pb2 as rpb
 
 from .support import RULES, RUNTIME_NAME, isvc_manifest, model_manifest, policyctl, spec_manifest, started, write_yaml
 
-DAEMON = [sys.executable, "-m", "policyd.server.main"]
+DAEMON = [sys.executable, "-m", "policyd.daemon.main"]
 RENDERER = [sys.executable, "-m", "policyd.clients.renderer.main"]
 
 

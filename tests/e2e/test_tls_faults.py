@@ -20,7 +20,7 @@ from policyd.contract import policy_pb2_grpc
 from .conftest import Files
 from .support import RULES, policyctl, started
 
-DAEMON = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--log-level", "warning"]
+DAEMON = [sys.executable, "-m", "policyd.daemon.main", "--rules", str(RULES), "--log-level", "warning"]
 
 
 @pytest.fixture(scope="module")

@@ -57,7 +57,7 @@ def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def daemon(catalog_dir: Path) -> Iterator[str]:
     args = ["--rules", str(RULES), "--catalog", str(catalog_dir), "--log-level", "warning"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         yield address
 
 

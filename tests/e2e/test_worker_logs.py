@@ -12,7 +12,7 @@ from .support import RULES, started
 
 def test_each_workers_serving_line_names_its_worker_index_and_pid(tmp_path: Path) -> None:
     ready = tmp_path / "ready"
-    command = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--processes", "2"]
+    command = [sys.executable, "-m", "policyd.daemon.main", "--rules", str(RULES), "--processes", "2"]
     command += ["--cpu-affinity", "off", "--listen", "127.0.0.1:0", "--ready-file", str(ready)]
     with started(command, ready) as proc:
         assert proc.stderr is not None

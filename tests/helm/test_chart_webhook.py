@@ -208,7 +208,7 @@ def test_what_policyds_catalog_lacks_is_read_from_the_cluster_with_the_charts_rb
     certs = serving_certs(tmp_path / "certs")
     policyd_args = ["--rules", str(RULES), "--log-level", "warning"]  # an empty catalog: nothing synced it
     with (
-        serving("policyd.server.main", policyd_args, "127.0.0.1:0") as policyd,
+        serving("policyd.daemon.main", policyd_args, "127.0.0.1:0") as policyd,
         running_webhook(policyd, certs.cert_dir, kubeconfig=kubeconfig) as webhook,
     ):
         reviews = webhook.client(certs.ca)

@@ -34,7 +34,7 @@ def test_every_command_answers_version_with_the_packages_version(command: str) -
 
 
 def test_policyctl_version_shows_its_own_and_the_daemons() -> None:
-    with serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "warning"], "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", ["--rules", str(RULES), "--log-level", "warning"], "127.0.0.1:0") as address:
         shown = run("policyctl", "version", "--address", address)
         assert (shown.returncode, shown.stdout) == (0, f"client: policyctl {VERSION}\ndaemon: policyd {VERSION}\n")
         as_json = run("policyctl", "version", "--address", address, "-o", "json")

@@ -126,7 +126,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     metrics = free_port()
     args = ["--rules", str(rules), "--watch-interval", "0.1", "--log-level", "warning"]
     args += ["--decision-log", str(log), "--metrics-port", str(metrics)]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         yield address, rules, log, metrics
 
 

@@ -46,7 +46,7 @@ def _rules(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_rule_file_that_is_a_symlink_loop_is_a_refused_reload(tmp_path: Path) -> None:
     real, link = _rules(tmp_path)
     args = ["--rules", str(link), "--log-level", "warning", "--watch-interval", "0.05"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         good = _attempt_until(address, lambda a: a.ok)
         loop = real / "zz-loop.yaml"
         loop.symlink_to(loop.name)
@@ -60,7 +60,7 @@ def test_a_rule_file_that_is_a_symlink_loop_is_a_refused_reload(tmp_path: Path) 
 def test_a_rules_directory_turned_into_a_symlink_loop_is_a_refused_reload(tmp_path: Path) -> None:
     _, link = _rules(tmp_path)
     args = ["--rules", str(link), "--log-level", "warning", "--watch-interval", "0.05"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         good = _attempt_until(address, lambda a: a.ok)
         swap = tmp_path / "rules.new"
         swap.symlink_to(link.name)  # the link, swapped atomically for one to itself

@@ -108,7 +108,7 @@ def replica(kubeconfig: Path, tmp: Path, *extra: str, ready: bool = True, timeou
     tmp.mkdir(parents=True, exist_ok=True)
     ready_file, log_path = tmp / "ready", tmp / "policyd.log"
     ready_file.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "policyd.server.main", "--cluster", "--kubeconfig", str(kubeconfig)]
+    command = [sys.executable, "-m", "policyd.daemon.main", "--cluster", "--kubeconfig", str(kubeconfig)]
     command += ["--listen", "127.0.0.1:0", "--ready-file", str(ready_file), *extra]
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     with log_path.open("ab") as log:

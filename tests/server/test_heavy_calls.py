@@ -20,7 +20,7 @@ from policyd.contract import policy_pb2_grpc
 from policyd.contract import resources_pb2 as rpb
 from policyd.edge.gate import Gate
 from policyd.edge.limits import Limits
-from policyd.grpc_process import new_server
+from policyd.process.grpc_server import new_server
 from policyd.server import servicer as servicer_module
 from policyd.server.heavy import HEAVY_CATALOG_BYTES, HeavyCalls
 from policyd.server.observability import DecisionLog

@@ -19,7 +19,7 @@ from testkit.shared import RULES
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb
 from policyd.policy.revision import Revision
-from policyd.server import responses, whatif_calls
+from policyd.server import whatif_calls, wire
 from policyd.server.observability import DecisionLog
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ServingState
@@ -138,5 +138,5 @@ def test_an_explain_with_a_request_catalog_keeps_nothing_of_its_scope() -> None:
     harness = Harness()
     for i in range(3):
         harness.ok("Explain", pb.ExplainRequest(inference_service=_isvc(), catalog=_objects(i)))
-    kept = [scope for scope, _ in responses._SCOPES._items.values()]
+    kept = [scope for scope, _ in wire._SCOPES._items.values()]
     assert not any(r.meta.name.startswith("never-seen-") for scope in kept for r in scope)

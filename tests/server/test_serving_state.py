@@ -8,8 +8,8 @@ from pathlib import Path
 from testkit.shared import RULES
 
 from policyd.contract import policy_pb2 as pb
-from policyd.server.responses import encode
 from policyd.server.state import ENTRY_OVERHEAD, DecisionCache, ServingState
+from policyd.server.wire import encode
 
 RUNTIME = """
 apiVersion: ome.io/v1beta1

@@ -9,10 +9,10 @@ from pathlib import Path
 import yaml
 from testkit.shared import RULES
 
+from policyd.daemon.workers import Journal, JournaledState, _worker_argv, worker_cpus
 from policyd.resources.manifests import parse_runtime
 from policyd.resources.objects import ServingRuntime
 from policyd.server.state import ServingState
-from policyd.server.workers import Journal, JournaledState, _worker_argv, worker_cpus
 
 from .test_serving_state import RUNTIME
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import yaml
+from testkit.catalog_dir import load_directory
 
-from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog, key_of
 
 from .builders import entry, model, parsed, runtime

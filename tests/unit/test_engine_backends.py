@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit import diffusers_backend as diffusers
 
 from policyd.backends import BACKENDS
 from policyd.backends.interface import Backend, Judged
@@ -44,6 +45,20 @@ rules:
         expect: {rule: toy-turbo-not-supported, effect: exclude}
       - facts: {toy_engine: false, toy_flags: ["--turbo"]}
         expect: {effect: pass}
+  # a diffusion engine of its own: it reads the pipeline facts every diffusion backend shares
+  - id: toy-pipeline-not-supported
+    order: 367
+    applies_to: runtime
+    effect: exclude
+    kind: StartupRefusal
+    when: {toy_engine: true, model_pipeline_known: true, model_pipeline_class: {ne: ToyPipeline}}
+    reason: "the toy backend serves ToyPipeline only, not {model_pipeline_class}"
+    runtime_value: "{model_pipeline_class}"
+    tests:
+      - facts: {toy_engine: true, model_pipeline_known: true, model_pipeline_class: QwenImagePipeline}
+        expect: {rule: toy-pipeline-not-supported, effect: exclude}
+      - facts: {toy_engine: true, model_pipeline_known: true, model_pipeline_class: ToyPipeline}
+        expect: {effect: pass}
 """
 
 
@@ -51,11 +66,12 @@ class ToyBackend:
     """An engine running ``toy-serve``: its flags are its facts, and take effect as they are."""
 
     name = "the toy backend"
+    prefix = "toy"
     fields: Mapping[str, Field] = {
         "toy_engine": Field(BOOL, RUNTIME, "the engine runs toy-serve", relational=True, source=FROM_RUNTIME),
         "toy_flags": Field(LIST, RUNTIME, "toy-serve's arguments", relational=True, source=FROM_RUNTIME),
     }
-    response_field = "diffusers_backend"  # the contract has no toy section: it borrows the diffusers one
+    section = "diffusers"  # the contract has no toy section: it borrows the diffusers one
 
     @staticmethod
     def _args(runtime: ServingRuntime) -> list[str] | None:
@@ -121,6 +137,12 @@ def test_a_backend_declares_no_field_declared_already_of_another_scope_or_read_f
 
     with pytest.raises(ValueError, match="the toy backend: fact field 'runtime_name' is declared already"):
         catalogue((*BACKENDS, Clashing()))
+
+    class Unprefixed(ToyBackend):
+        fields: Mapping[str, Field] = {"turbo": Field(BOOL, RUNTIME, "--turbo", relational=True, source=FROM_RUNTIME)}
+
+    with pytest.raises(ValueError, match="fact field 'turbo' does not begin with the backend's prefix toy_"):
+        catalogue((*BACKENDS, Unprefixed()))
     with pytest.raises(ValueError, match="fact field 'toy_entry' has scope 'entry'; a backend's fields are model or"):
         catalogue((*BACKENDS, Entries()))
 
@@ -164,5 +186,23 @@ def test_a_second_backend_is_a_package_and_a_rule_file(tmp_path: Path) -> None:
     assert effect.refusal is not None and effect.refusal.rule_id == "toy-turbo-not-supported"
     answer = pb.EffectiveResponse()
     responses.put_backends(answer, named.backends)
-    assert answer.diffusers_backend.pipeline_class == "toy-serve --turbo"
-    assert answer.diffusers_backend.refusal.rule_id == "toy-turbo-not-supported"
+    assert answer.backends.diffusers.pipeline_class == "toy-serve --turbo"
+    assert answer.backends.diffusers.refusal.rule_id == "toy-turbo-not-supported"
+
+
+@pytest.mark.usefixtures("toy_installed")
+def test_a_second_diffusion_backend_refuses_from_its_own_rule_file_on_the_pipeline_facts_every_backend_shares(
+    tmp_path: Path,
+) -> None:
+    rules = copy_rules(tmp_path)
+    (rules / "35-toy-backend.yaml").write_text(TOY_RULES)
+    decider = Decider(build_revision(rules), Derivation((*BACKENDS, TOY)))
+    toy = toy_runtime("toy-diffusion")
+    toy["spec"]["supportedModelFormats"] = [diffusers.entry()]
+    objects = catalog(diffusers.model(), toy, diffusers.runtime("omni"))
+    request = parsed_isvc(diffusers.isvc())
+    selection, judged = decider.explain_all(objects, request)
+    assert [v.runtime.meta.name for v in selection.ranking] == ["omni"]  # the diffusers backend's own, unrefused
+    refused = next(v for v in judged if v.runtime.meta.name == "toy-diffusion")
+    assert refused.reason is not None and refused.reason.rule_id == "toy-pipeline-not-supported"
+    assert refused.reason.message == "the toy backend serves ToyPipeline only, not QwenImagePipeline"

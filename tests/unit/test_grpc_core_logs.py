@@ -66,7 +66,7 @@ def test_a_failed_handshake_leaves_no_line_of_grpcs_own_in_policyds_log(tmp_path
     server = ca.issue("localhost", server=True)
     ready, log = tmp_path / "ready", (tmp_path / "stderr").open("w")
     tls = ["--tls-cert", str(server.cert), "--tls-key", str(server.key), "--tls-client-ca", str(ca.path)]
-    command = [sys.executable, "-m", "policyd.server.main", "--listen", "127.0.0.1:0", "--ready-file", str(ready)]
+    command = [sys.executable, "-m", "policyd.daemon.main", "--listen", "127.0.0.1:0", "--ready-file", str(ready)]
     proc = subprocess.Popen([*command, *tls], cwd=REPO, env=_env(), stderr=log, start_new_session=True)
     try:
         while not ready.exists():

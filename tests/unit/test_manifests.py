@@ -8,8 +8,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from testkit.catalog_dir import load_directory
 
-from policyd.catalog.directory import load_directory
 from policyd.errors import InvalidInput
 from policyd.resources.manifests import (
     load_documents,

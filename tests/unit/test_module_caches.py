@@ -17,10 +17,10 @@ from types import ModuleType
 from typing import Any
 
 from cachetools import Cache
+from testkit.catalog_dir import load_directory
 from testkit.shared import CATALOG, RULES
 
 import policyd
-from policyd.catalog.directory import load_directory
 from policyd.catalog.snapshot import Catalog
 from policyd.contract import policy_pb2 as pb
 from policyd.contract import resources_pb2 as rpb

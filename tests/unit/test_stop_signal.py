@@ -1,6 +1,6 @@
 """A stop signal is heeded whichever thread the kernel delivers it to: Python runs the handler in
 the main thread only, so a main thread that waited without looking again would never see a
-SIGTERM delivered to one of gRPC's threads (policyd/grpc_process.py until_stopped). A real
+SIGTERM delivered to one of gRPC's threads (policyd/process/grpc_server.py until_stopped). A real
 process, signalled on a thread other than its main one."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import textwrap
 SCRIPT = textwrap.dedent(
     """
     import signal, threading, time
-    from policyd.grpc_process import stop_signal, until_stopped
+    from policyd.process.grpc_server import stop_signal, until_stopped
 
     def signal_this_thread_later():
         time.sleep(0.5)  # the main thread is waiting by then

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from policyd.catalog.source import CatalogSource
-from policyd.server.watch import Watcher
+from policyd.daemon.watch import Watcher
 
 
 def _read(root: Path) -> CatalogSource:

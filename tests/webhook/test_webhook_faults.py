@@ -50,7 +50,7 @@ def policyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     for i, doc in enumerate((named_runtime(), named_model())):
         (catalog / f"{i}.yaml").write_text(yaml.safe_dump(doc))
     args = ["--rules", str(RULES), "--catalog", str(catalog), "--log-level", "warning"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         yield address
 
 

@@ -52,7 +52,7 @@ def policyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     for i, doc in enumerate((named_runtime(), named_model(), auto_runtime(), auto_model())):
         (catalog / f"{i}.yaml").write_text(yaml.safe_dump(doc))
     args = ["--rules", str(RULES), "--catalog", str(catalog), "--log-level", "warning"]
-    with serving("policyd.server.main", args, "127.0.0.1:0") as address:
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
         yield address
 
 
@@ -448,7 +448,7 @@ def test_a_webhook_without_tls_to_a_policyd_serving_tls_is_a_denial_saying_so(ce
     diagnosed, and the denial says what disagrees rather than "unavailable"."""
     served = certs.authority.issue("policyd", server=True)
     address, ready = f"127.0.0.1:{free_port()}", tmp_path / "ready"
-    daemon = [sys.executable, "-m", "policyd.server.main", "--rules", str(RULES), "--log-level", "warning"]
+    daemon = [sys.executable, "-m", "policyd.daemon.main", "--rules", str(RULES), "--log-level", "warning"]
     daemon += ["--listen", address, "--tls-cert", str(served.cert), "--tls-key", str(served.key)]
     with started([*daemon, "--ready-file", str(ready)], ready), running_webhook(address, certs.cert_dir) as webhook:
         response = webhook.client(certs.ca).post(ISVC, admission_review(named_isvc())).response

@@ -129,7 +129,7 @@ def stack(kube_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> It
         stack.callback(probe.close)
         stack.callback(nothing.close)
         policyd = stack.enter_context(
-            serving("policyd.server.main", ["--rules", str(RULES), "--log-level", "warning"], "127.0.0.1:0")
+            serving("policyd.daemon.main", ["--rules", str(RULES), "--log-level", "warning"], "127.0.0.1:0")
         )
         renderer = stack.enter_context(serving("policyd.clients.renderer.main", [], "unix:{tmp}/render.sock"))
         world = World(kube_cluster, policyd, renderer, namespace=NAMESPACE, tmp=tmp)

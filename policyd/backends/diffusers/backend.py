@@ -16,8 +16,9 @@ from policyd.resources.objects import BaseModel, InferenceService, ServingRuntim
 
 class VllmOmniDiffusers:
     name = "vLLM-Omni's diffusers backend"
+    prefix = "diffusers"
     fields: Mapping[str, Field] = FIELDS
-    response_field = "diffusers_backend"
+    section = "diffusers"
 
     def model_facts(self, model: BaseModel) -> Record:
         return facts.model_facts(model)

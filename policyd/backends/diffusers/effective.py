@@ -17,6 +17,7 @@ from policyd.backends.diffusers import tables as omni
 from policyd.backends.diffusers.config import BackendConfig
 from policyd.backends.interface import Judged
 from policyd.resources.objects import BaseModel
+from policyd.semantics.diffusion_model import component_names, pipeline_class
 
 QUANTIZATION_COMPONENT = "quantization_config"  # the rules' component for every quantization refusal
 CALL_MERGE_ORDER = (
@@ -95,7 +96,7 @@ def _from_pretrained(config: BackendConfig, model: BaseModel | None, quant: Quan
             put(Kwarg(key, f"PipelineQuantizationConfig(**{_text(value)})", "diffusers_load_kwargs (Diffusers-native)"))
         else:
             put(Kwarg(str(key), _text(value), "diffusers_load_kwargs"))
-    pipeline = omni.pipeline_class(model) if model else ""
+    pipeline = pipeline_class(model) if model else ""
     if pipeline in omni.WAN_PIPELINES and config.boundary_ratio is not None:
         put(Kwarg("boundary_ratio", _text(config.boundary_ratio), f"--boundary-ratio ({pipeline} routines)"))
     if quant.path == "translated":
@@ -132,14 +133,14 @@ def _quantization(config: BackendConfig, model: BaseModel | None, refusal: Judge
         return QuantizationPath("unknown", quant.flag)
     if not torchao:
         return QuantizationPath("refused", quant.flag, quant.method)
-    names = omni.component_names(model) if model else ()
+    names = component_names(model) if model else ()
     components = tuple(n for n in names if n in omni.TRANSFORMER_COMPONENTS)
     return QuantizationPath("translated", quant.flag, quant.method, torchao, components)
 
 
 def _attention(config: BackendConfig, model: BaseModel | None) -> AttentionPlan:
     attention = config.attention
-    names = omni.component_names(model) if model and model.pipeline is not None else None
+    names = component_names(model) if model and model.pipeline is not None else None
     return AttentionPlan(
         requested=attention.backend or "",
         source=attention.source,
@@ -164,7 +165,7 @@ def _post_load(config: BackendConfig, pipeline: str) -> tuple[str, ...]:
 def backend_effective(config: BackendConfig, model: BaseModel | None, refusal: Judged | None) -> DiffusersEffective:
     """``refusal``: why the backend would not start (the runtime's first check that refuses it when named)."""
     quant = _quantization(config, model, refusal)
-    pipeline = omni.pipeline_class(model) if model else ""
+    pipeline = pipeline_class(model) if model else ""
     return DiffusersEffective(
         pipeline_class=pipeline,
         from_pretrained=_from_pretrained(config, model, quant),

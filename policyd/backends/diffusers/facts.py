@@ -15,6 +15,7 @@ from policyd.backends.diffusers.config import BackendConfig, backend_config, rea
 from policyd.backends.diffusers.serve_args import ServeArgs
 from policyd.records import Record
 from policyd.resources.objects import BaseModel, InferenceService, ServingRuntime
+from policyd.semantics.diffusion_model import component_names, hf_repo, pipeline_class
 from policyd.semantics.runner_merge import Runner
 
 
@@ -37,9 +38,9 @@ def _config_facts(config: BackendConfig) -> Record:
     load = config.load_kwargs
     attention = config.attention
     return {
-        "engine_vllm_omni": config.omni,
-        "engine_args_error": args.error,
-        "diffusion_load_format": config.load_format,
+        "diffusers_engine_vllm_omni": config.omni,
+        "diffusers_engine_args_error": args.error,
+        "diffusers_load_format": config.load_format,
         "diffusers_backend": config.diffusers,
         "diffusers_model_class_name": config.model_class_name,
         "diffusers_load_kwargs_given": bool(load),
@@ -79,19 +80,15 @@ NO_ENGINE: Record = _config_facts(read(ServeArgs(omni=False), Runner()))
 
 
 def model_facts(model: BaseModel) -> Record:
-    """How the backend sees the model."""
-    names = omni.component_names(model)
-    cls = omni.pipeline_class(model)
-    repo = omni.hf_repo(model)
+    """How the backend sees the model, beyond what every diffusion backend does (the core's
+    model_pipeline_* and model_hf_repo facts)."""
+    cls = pipeline_class(model)
+    repo = hf_repo(model)
     return {
-        "model_pipeline_class": cls,
-        "model_pipeline_native": cls in omni.NATIVE_PIPELINES,
-        "model_pipeline_wan": cls in omni.WAN_PIPELINES,
-        "model_pipeline_known": model.pipeline is not None,
-        "model_pipeline_components": ", ".join(names) or "<none>",
-        "model_has_transformer_component": any(n in omni.TRANSFORMER_COMPONENTS for n in names),
-        "model_hf_repo": repo,
-        "model_diffusers_verified": omni.verified(repo) if repo else False,
+        "diffusers_model_pipeline_native": cls in omni.NATIVE_PIPELINES,
+        "diffusers_model_pipeline_wan": cls in omni.WAN_PIPELINES,
+        "diffusers_model_has_transformer": any(n in omni.TRANSFORMER_COMPONENTS for n in component_names(model)),
+        "diffusers_model_verified": omni.verified(repo) if repo else False,
     }
 
 

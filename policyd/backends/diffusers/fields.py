@@ -7,17 +7,17 @@ from policyd.records import BOOL, FROM_REQUEST, FROM_RUNTIME, INT, MODEL, RUNTIM
 
 FIELDS: dict[str, Field] = {
     # the engine's command line: the runtime's runner with the InferenceService's on top
-    "engine_vllm_omni": Field(
+    "diffusers_engine_vllm_omni": Field(
         BOOL, RUNTIME, "the engine runs vllm serve with --omni (vLLM-Omni)", relational=True, source=FROM_RUNTIME
     ),
-    "engine_args_error": Field(
+    "diffusers_engine_args_error": Field(
         STR,
         RUNTIME,
         "vllm serve's own error for the engine's command line, or empty",
         relational=True,
         source=FROM_RUNTIME,
     ),
-    "diffusion_load_format": Field(
+    "diffusers_load_format": Field(
         STR, RUNTIME, "--diffusion-load-format, default when not given", relational=True, source=FROM_RUNTIME
     ),
     "diffusers_backend": Field(
@@ -152,26 +152,16 @@ FIELDS: dict[str, Field] = {
         source=FROM_RUNTIME,
     ),
     # how the backend sees the model
-    "model_pipeline_class": Field(
-        STR, MODEL, "diffusionPipeline.className, else modelArchitecture", source=FROM_REQUEST
-    ),
-    "model_pipeline_native": Field(
+    "diffusers_model_pipeline_native": Field(
         BOOL, MODEL, "vLLM-Omni implements the pipeline class natively", source=FROM_REQUEST
     ),
-    "model_pipeline_wan": Field(
+    "diffusers_model_pipeline_wan": Field(
         BOOL, MODEL, "the backend applies its Wan routines to the pipeline class", source=FROM_REQUEST
     ),
-    "model_pipeline_known": Field(BOOL, MODEL, "the model records a diffusionPipeline", source=FROM_REQUEST),
-    "model_pipeline_components": Field(
-        STR, MODEL, "its model_index.json component names, comma-separated", source=FROM_REQUEST
-    ),
-    "model_has_transformer_component": Field(
+    "diffusers_model_has_transformer": Field(
         BOOL, MODEL, "it has a transformer or transformer_2 component", source=FROM_REQUEST
     ),
-    "model_hf_repo": Field(
-        STR, MODEL, "the Hugging Face repository of an hf:// model, else empty", source=FROM_REQUEST
-    ),
-    "model_diffusers_verified": Field(
+    "diffusers_model_verified": Field(
         BOOL, MODEL, "the repository is on the diffusers backend's verified list", source=FROM_REQUEST
     ),
 }

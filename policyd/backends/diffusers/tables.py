@@ -8,8 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from policyd.resources.objects import BaseModel
-
 ADAPTER_CLASS = "DiffusersAdapterPipeline"
 
 # vllm_omni/diffusion/registry.py _DIFFUSION_MODELS: the pipelines vLLM-Omni implements
@@ -171,43 +169,6 @@ def attention_attempts(backend: str | None, on: str) -> tuple[str, ...]:
 def attention_mapped(backend: str | None) -> bool:
     """Whether the adapter knows the backend name (it compares names case-sensitively)."""
     return backend is None or backend == FLASH_ATTN or backend in ATTENTION_ATTEMPTS
-
-
-def pipeline_class(model: BaseModel) -> str:
-    """The model_index.json _class_name OME recorded: diffusionPipeline.className, else the architecture."""
-    if model.pipeline is not None and model.pipeline.class_name:
-        return model.pipeline.class_name
-    return model.architecture
-
-
-def _is_unet(type_name: str | None) -> bool:
-    # OME records a model_index.json "unet" as transformer; the type tells them apart.
-    return bool(type_name) and "UNet" in str(type_name)
-
-
-def component_names(model: BaseModel) -> tuple[str, ...]:
-    """The model_index.json component names the adapter sees, sorted (empty without a pipeline)."""
-    pipeline = model.pipeline
-    if pipeline is None:
-        return ()
-    names = []
-    for name, component in pipeline.components.items():
-        if name == "textEncoder":
-            names.append("text_encoder")
-        elif name == "transformer" and _is_unet(component.type):
-            names.append("unet")
-        else:
-            names.append(name)
-    names.extend(pipeline.additional)
-    return tuple(sorted(set(names)))
-
-
-def hf_repo(model: BaseModel) -> str:
-    """The Hugging Face repository of an hf:// model, empty for other storage."""
-    uri = model.storage_uri
-    if not uri.startswith("hf://"):
-        return ""
-    return uri.removeprefix("hf://").split("@", 1)[0].strip("/")
 
 
 def verified(repo: str) -> bool:

@@ -23,9 +23,9 @@ from policyd.clients.controller.kube import Kube
 from policyd.clients.controller.operator import lead
 from policyd.clients.controller.reconcile import Reconciler
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
-from policyd.exiting import exit_now
 from policyd.kubeconfig import ConfigError, load_configuration
-from policyd.logs import configure_logging
+from policyd.process.exiting import exit_now
+from policyd.process.logs import configure_logging
 
 log = logging.getLogger("policyd.controller")
 

@@ -25,7 +25,7 @@ from policyd.clients.controller.kube import CATALOG_KINDS, GROUP, PLURALS, VERSI
 from policyd.clients.controller.reconcile import Unavailable
 from policyd.clients.controller.workqueue import MAX_DELAY, WorkQueue
 from policyd.clients.renderer.metadata import LABEL_ISVC
-from policyd.heap import give_back_heap
+from policyd.process.heap import give_back_heap
 
 log = logging.getLogger("policyd.controller")
 AUDIT_INTERVAL = 300.0  # seconds; a safety net; gaps in a watch trigger an audit at once

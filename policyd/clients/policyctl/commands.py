@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -270,8 +270,8 @@ def effective(args: argparse.Namespace) -> Result:
         errors = ["no runtime: none is named, and none can be selected (see policyctl select)"]
     rows = [(c.component, c.mode, c.source, c.error.message if c.HasField("error") else "") for c in reply.components]
     footer = ["", *pin_lines] if pin_lines else []
-    if reply.HasField("diffusers_backend"):
-        footer += ["", diffusers_backend_text(reply.diffusers_backend)]
+    for field, section in reply.backends.ListFields():  # each engine backend's section, by its printer
+        footer += ["", BACKEND_SECTIONS[field.name](section)]
     data = {**as_dict(reply), **pin, **inherits}
     return Result(
         data if reply.runtime else None,  # no runtime: nothing on stdout
@@ -320,6 +320,10 @@ def diffusers_backend_text(backend: pb.DiffusersBackend) -> str:
     lines += [f"after loading: {step}" for step in backend.post_load]
     lines += [f"advice: {r.message}" for r in backend.advisories]
     return "\n".join(lines)
+
+
+# how ``policyctl effective`` prints each field of EngineBackends: a backend's section, by the field
+BACKEND_SECTIONS: dict[str, Callable[[Any], str]] = {"diffusers": diffusers_backend_text}
 
 
 def _manifests(call: Caller, catalog: pb.RequestCatalog) -> Manifests:

@@ -52,13 +52,13 @@ def test(args: argparse.Namespace) -> Result:
 
 
 def fields(args: argparse.Namespace) -> Result:
-    """The fact fields a rule may test or print, with their types and meaning."""
+    """The fact fields a rule may test or print, with their types, what they read and meaning."""
     facts = offline.facts()
-    data = [{"name": f.name, "type": f.type, "scope": f.scope, "doc": f.doc} for f in facts]
+    data = [{"name": f.name, "type": f.type, "scope": f.scope, "source": f.source, "doc": f.doc} for f in facts]
     return Result(
         data,
-        [Column("FIELD"), Column("TYPE"), Column("ABOUT"), Column("MEANING")],
-        [(f.name, f.type, f.scope, f.doc) for f in facts],
+        [Column("FIELD"), Column("TYPE"), Column("ABOUT"), Column("SOURCE"), Column("MEANING")],
+        [(f.name, f.type, f.scope, f.source, f.doc) for f in facts],
         items=data,
         names=[f.name for f in facts],
     )

@@ -11,8 +11,8 @@ from policyd.clients.renderer.service import RendererServicer
 from policyd.contract import render_pb2, render_pb2_grpc
 from policyd.edge.gate import Gate
 from policyd.edge.limits import Limits
-from policyd.exiting import exit_now
-from policyd.grpc_process import (
+from policyd.process.exiting import exit_now
+from policyd.process.grpc_server import (
     ListenError,
     add_health,
     add_security_flags,
@@ -24,7 +24,7 @@ from policyd.grpc_process import (
     stop_signal,
     wait_for_stop_signal,
 )
-from policyd.server_tls import ServerTls, TlsError, files_of
+from policyd.process.tls import ServerTls, TlsError, files_of
 
 
 def main(argv: list[str] | None = None) -> int:

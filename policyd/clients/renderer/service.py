@@ -14,6 +14,7 @@ from policyd.clients.renderer.external_service import external_service
 from policyd.clients.renderer.render import RenderInput, render
 from policyd.contract import policy_pb2, render_pb2_grpc
 from policyd.contract import render_pb2 as pb
+from policyd.edge.status import abort
 from policyd.errors import InvalidInput
 from policyd.resources.deployment_modes import COMPONENTS, MODES
 from policyd.resources.proto import isvc_manifest, object_manifest
@@ -81,12 +82,9 @@ class RendererServicer(render_pb2_grpc.RendererServiceServicer):
     def Render(self, request: pb.RenderRequest, context: grpc.ServicerContext) -> pb.RenderResponse:
         try:
             inp = render_request(request)
-        except InvalidInput as err:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        try:
             result = render(inp)
         except InvalidInput as err:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+            abort(context, err)
         except Exception:  # never a bare UNKNOWN: the traceback goes to the log, with an id to find it
             request_id = uuid.uuid4().hex[:16]
             log.exception("internal error", extra={"rpc": "Render", "request_id": request_id})

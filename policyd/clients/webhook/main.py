@@ -22,10 +22,10 @@ from policyd.clients.webhook.certs import CertError, ServingCertificates
 from policyd.clients.webhook.cluster_reads import ClusterReads, reads_client
 from policyd.clients.webhook.server import WebhookServer
 from policyd.contract import policy_pb2_grpc
-from policyd.exiting import exit_now
-from policyd.grpc_process import announce, stop_signal, until_stopped
 from policyd.kubeconfig import ConfigError, load_configuration
-from policyd.logs import configure_logging
+from policyd.process.exiting import exit_now
+from policyd.process.grpc_server import announce, stop_signal, until_stopped
+from policyd.process.logs import configure_logging
 
 log = logging.getLogger("policyd.webhook")
 # seconds a policyd call may take: two calls (read-your-writes) and the GETs between them fit in

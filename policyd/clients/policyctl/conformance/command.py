@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> Result:
         try:
             address = args.address_given or stack.enter_context(
                 serving(
-                    "policyd.server.main",
+                    "policyd.daemon.main",
                     [*(["--rules", str(args.rules)] if args.rules else []), "--log-level", "warning"],
                     "127.0.0.1:0",
                 )

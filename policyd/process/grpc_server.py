@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from policyd.server_tls import is_loopback
+from policyd.process.tls import is_loopback
 
 DEFAULT_GRACE = 20.0  # seconds for calls in progress at SIGTERM (Kubernetes waits 30 before SIGKILL)
 STOP_MARGIN = 2.0  # seconds past the grace that gRPC's stop is waited for

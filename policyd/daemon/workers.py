@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key
-from policyd.grpc_process import Listen, announce
+from policyd.process.grpc_server import Listen, announce
 from policyd.server.state import Change, ServingState
 
 log = logging.getLogger("policyd.processes")
@@ -254,7 +254,7 @@ def supervise(argv: Sequence[str], args: argparse.Namespace) -> int:
     held += [sock for sock, _ in own]
     endpoints = [address for _, address in own]
     root = Journal.create()
-    base = [sys.executable, "-m", "policyd.server.main", *_worker_argv(argv), "--journal", str(root), *addresses]
+    base = [sys.executable, "-m", "policyd.daemon.main", *_worker_argv(argv), "--journal", str(root), *addresses]
     base += ["--endpoints", ",".join(endpoints)]
 
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()  # Linux's

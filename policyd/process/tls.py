@@ -16,7 +16,7 @@ from pathlib import Path
 
 import grpc
 
-log = logging.getLogger("policyd.server_tls")
+log = logging.getLogger("policyd.process.tls")
 
 
 class TlsError(ValueError):

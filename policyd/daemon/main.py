@@ -18,10 +18,16 @@ from kubernetes import client
 from prometheus_client import start_http_server
 
 from policyd.contract import policy_pb2, policy_pb2_grpc
+from policyd.daemon.statedir import StateDir, StateDirError
+from policyd.daemon.watch import Watcher
+from policyd.daemon.workers import AFFINITIES, pin_to_cpu, serving_state, supervise
 from policyd.edge.gate import Gate
 from policyd.edge.limits import Limits
-from policyd.exiting import exit_now
-from policyd.grpc_process import (
+from policyd.kube.sync import ClusterCatalog
+from policyd.kubeconfig import ConfigError, load_configuration
+from policyd.policy.loader import BUNDLED_RULES, RuleFileError
+from policyd.process.exiting import exit_now
+from policyd.process.grpc_server import (
     Listen,
     ListenError,
     add_health,
@@ -36,21 +42,15 @@ from policyd.grpc_process import (
     stop_signal,
     wait_for_stop_signal,
 )
-from policyd.heap import collect_and_give_back, give_back_heap, settle_heap
-from policyd.kube.sync import ClusterCatalog
-from policyd.kubeconfig import ConfigError, load_configuration
-from policyd.logs import add_fields, configure_logging
-from policyd.policy.loader import BUNDLED_RULES, RuleFileError
+from policyd.process.heap import collect_and_give_back, give_back_heap, settle_heap
+from policyd.process.logs import add_fields, configure_logging
+from policyd.process.tls import ServerTls, TlsError, files_of
 from policyd.resources.kinds import OME_KINDS
 from policyd.server import observability as obs
 from policyd.server.authz import Authorizer, AuthzError
 from policyd.server.heavy import HeavyCalls
 from policyd.server.servicer import PolicyServicer
 from policyd.server.state import ReloadAttempt, ServingState
-from policyd.server.statedir import StateDir, StateDirError
-from policyd.server.watch import Watcher
-from policyd.server.workers import AFFINITIES, pin_to_cpu, serving_state, supervise
-from policyd.server_tls import ServerTls, TlsError, files_of
 
 log = logging.getLogger("policyd")
 DEFAULT_RULES = BUNDLED_RULES
