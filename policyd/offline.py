@@ -62,7 +62,7 @@ def _compiled(directory: Path) -> tuple[Policy, RuleEngine]:
     except RuleFileError as err:
         raise RulesRefused(str(err)) from None
     try:
-        return policy, RuleEngine(policy.rules)
+        return policy, RuleEngine(policy.rules, policy.fields)
     except RuleFileError as err:
         raise RulesRefused(str(err)) from None
     except Exception as err:  # durable-rules reports bad rulesets with bare errors

@@ -25,13 +25,13 @@ from typing import Any
 
 from policyd.catalog.snapshot import Catalog, Changes, Key
 from policyd.facts.derive import Derivation
-from policyd.facts.fields import FIELDS, reader
+from policyd.facts.fields import reader
 from policyd.facts.scoring import Scoring
 from policyd.memo import Bounded
 from policyd.policy.conditions import Constraint, pass_constraints
 from policyd.policy.effects import DECIDING
 from policyd.policy.model import Policy
-from policyd.records import ENTRY, LIST, MODEL, REQUEST, RUNTIME, Record
+from policyd.records import ENTRY, LIST, MODEL, REQUEST, RUNTIME, Field, Record
 from policyd.resources.objects import RUNTIME_KINDS, ServingRuntime
 
 _PLANS_LIMIT = 10_000
@@ -39,8 +39,7 @@ _planners = itertools.count()
 Constraints = dict[str, tuple[Constraint, ...]]
 
 
-def _indexable(name: str) -> bool:
-    spec = FIELDS[name]
+def _indexable(spec: Field) -> bool:
     return spec.scope in (RUNTIME, ENTRY) and spec.intrinsic and spec.type != LIST
 
 
@@ -98,15 +97,16 @@ class Planner:
     def __init__(self, policy: Policy, facts: Derivation) -> None:
         self.scoring = policy.scoring
         self.facts = facts  # what indexes of catalogs read runtimes' intrinsic facts from
+        self.catalogue = policy.fields
         self.runtime_rules = [r for r in policy.rules if r.applies_to == RUNTIME and (r.effect in DECIDING or r.group)]
         entry_rules = [r for r in policy.rules if r.applies_to == ENTRY and r.effect in DECIDING]
         self.entries_decide = all(r.group for r in entry_rules)
         self.entry_rules = entry_rules if self.entries_decide else []
         self.entryless_blocked = any(g.entries is not None and g.entries.empty for g in policy.groups)
         used = {f for r in (*self.runtime_rules, *self.entry_rules) for f in r.fields}
-        self.bound = sorted(f for f in used if FIELDS[f].scope in (REQUEST, MODEL))
-        self._bound_values = reader(self.bound)
-        self.indexed = frozenset(f for f in used if _indexable(f))
+        self.bound = sorted(f for f in used if policy.fields[f].scope in (REQUEST, MODEL))
+        self._bound_values = reader(self.bound, policy.fields)
+        self.indexed = frozenset(f for f in used if _indexable(policy.fields[f]))
         self._plans: Bounded[tuple[Any, ...], Plan] = Bounded(_PLANS_LIMIT)
         self.number = next(_planners)  # revisions of one scoring share an index, not their plans
 
@@ -119,22 +119,22 @@ class Planner:
         runtime: dict[str, list[Constraint]] = {}
         nothing = False
         for rule in self.runtime_rules:
-            found = pass_constraints(rule.condition, bound)
+            found = pass_constraints(rule.condition, bound, self.catalogue)
             if found is None:
                 nothing = True
                 continue
             for c in found:
-                if _indexable(c.field):
+                if _indexable(self.catalogue[c.field]):
                     runtime.setdefault(c.field, []).append(c)
         entry: dict[str, list[Constraint]] = {}
         no_entry = False
         for rule in self.entry_rules:
-            found = pass_constraints(rule.condition, bound)
+            found = pass_constraints(rule.condition, bound, self.catalogue)
             if found is None:
                 no_entry = True
                 continue
             for c in found:
-                if _indexable(c.field):
+                if _indexable(self.catalogue[c.field]):
                     entry.setdefault(c.field, []).append(c)
         return Plan(
             runtime={f: tuple(cs) for f, cs in runtime.items()},

@@ -53,14 +53,14 @@ LISTED_TEXT_LIMIT = 256 << 10
 
 class Decider:
     def __init__(self, revision: Revision, facts: Derivation | None = None, shortcuts: bool = True) -> None:
-        """``facts``: what derives (and memoises) the fact records, with the engine backends whose
-        facts it derives and whose effect an answer reports — shared by the deciders of one
-        serving state's revisions; ``shortcuts``: judge only the runtimes that can be selectable
+        """``facts``: what derives (and memoises) the fact records, for the revision's engine
+        backends (whose facts its rules test, and whose effect an answer reports) — shared by the
+        deciders of one serving state's revisions; ``shortcuts``: judge only the runtimes that can be selectable
         (decision/candidates.py), each shape of runtime once per kind of request, and keep the
         verdicts; the answers are the same without."""
         self.revision = revision
         self.policy = revision.policy
-        self.facts = facts or Derivation()
+        self.facts = facts or Derivation(revision.backends)
         self.backends = self.facts.backends
         self.shortcuts = shortcuts
         self._planner = Planner(revision.policy, self.facts) if shortcuts else None
@@ -418,7 +418,7 @@ class Decider:
         if runtime is not None:
             record = self.facts.runtime_record(subject, base, runtime, (), policy.scoring, isvc.runtime is not None)
         else:
-            record = {**neutral_record(RUNTIME), **base}
+            record = {**neutral_record(RUNTIME, policy.fields), **base}
         components = component_records(record, isvc, runtime)
         fired = self.revision.engine.fire(COMPONENT, components)
         modes = []

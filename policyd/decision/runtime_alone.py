@@ -21,16 +21,14 @@ def refusal_when_named(decider: Decider, runtime: ServingRuntime) -> Reason | No
     request and a model that pass every other check."""
     policy = decider.policy
     subject = Subject("", None, None)
-    record = decider.facts.runtime_record(subject, neutral_record(RUNTIME), runtime, (), policy.scoring, True)
+    neutral = neutral_record(RUNTIME, policy.fields)
+    record = decider.facts.runtime_record(subject, neutral, runtime, (), policy.scoring, True)
     fired = decider.revision.engine.fire(RUNTIME, [record])[0]
     checks, _ = runtime_checks(policy, record, fired, ())
     # an entry group's check says "no entry matches": it is about the model, not the runtime alone
     alone = tuple(c for c in checks if c.group is None or c.group.entries is None)
     check = Verdict(record, alone, 0, -1, (), 0.0, policy).when_named(BLOCK)
     return check.reason() if check is not None else None
-
-
-_NEUTRAL_RUNTIME = neutral_record(RUNTIME)
 
 
 def first_catalog_refusal(decider: Decider, objects: Sequence[object]) -> tuple[int, Refusal] | None:
@@ -43,7 +41,8 @@ def first_catalog_refusal(decider: Decider, objects: Sequence[object]) -> tuple[
 def catalog_refusals(decider: Decider, runtimes: Sequence[ServingRuntime]) -> list[list[Refusal]]:
     """What the policy refuses in each runtime itself (the catalog does not take it): its
     runtime rules with effect refuse, which test the runtime alone. One batch for all."""
-    records = [{**_NEUTRAL_RUNTIME, **decider.facts.intrinsic(runtime)} for runtime in runtimes]
+    neutral = neutral_record(RUNTIME, decider.policy.fields)
+    records = [{**neutral, **decider.facts.intrinsic(runtime)} for runtime in runtimes]
     fired = decider.revision.engine.fire(RUNTIME, records)
     return [
         [refusal(decider.policy, r, record) for r in hits if r.effect == "refuse"]

@@ -40,12 +40,12 @@ from typing import Any, cast
 
 from policyd.decision.verdicts import RuntimeVerdict, Verdict
 from policyd.facts.derive import Derivation, Subject
-from policyd.facts.fields import FIELDS, reader
+from policyd.facts.fields import reader
 from policyd.memo import Lru
 from policyd.policy.model import Group, Policy, Rule
 from policyd.policy.outcomes import Check
 from policyd.policy.templates import placeholders
-from policyd.records import ENTRY, FROM_CATALOG, MODEL, REQUEST, RUNTIME, Record
+from policyd.records import ENTRY, FROM_CATALOG, MODEL, REQUEST, RUNTIME, Field, Record
 from policyd.resources.objects import ServingRuntime
 
 KEPT_VERDICTS = 60_000  # across request keys; verdicts that say the same are one object
@@ -107,18 +107,19 @@ class RelevantFields:
 
 def fields_that_matter(policy: Policy) -> RelevantFields:
     judged = [r for r in policy.rules if r.applies_to in (RUNTIME, ENTRY)]
-    prints = {r.id: frozenset(_rule_prints(r) & FIELDS.keys()) for r in judged}
+    known = policy.fields.keys()
+    prints = {r.id: frozenset(_rule_prints(r) & known) for r in judged}
     for group in policy.groups:
         if group.applies_to in (RUNTIME, ENTRY):
-            prints[group.id] = frozenset(_group_prints(group, judged) & FIELDS.keys())
-    tested = frozenset(f for r in judged for f in r.fields if f in FIELDS)
+            prints[group.id] = frozenset(_group_prints(group, judged) & known)
+    tested = frozenset(f for r in judged for f in r.fields if f in known)
     return RelevantFields(tested, frozenset().union(*prints.values()), prints)
 
 
-def reads_catalog(facts: Iterable[str]) -> bool:
-    """Whether some runtime or entry fact among ``facts`` is read from the catalog (a request
-    or model fact's value is in the request key already)."""
-    return any(FIELDS[f].source == FROM_CATALOG and FIELDS[f].scope not in (REQUEST, MODEL) for f in facts)
+def reads_catalog(facts: Iterable[str], fields: Mapping[str, Field]) -> bool:
+    """Whether some runtime or entry fact among ``facts`` (of the catalogue ``fields``) is read
+    from the catalog (a request or model fact's value is in the request key already)."""
+    return any(fields[f].source == FROM_CATALOG and fields[f].scope not in (REQUEST, MODEL) for f in facts)
 
 
 def catalog_read(subject: Subject, reads: bool) -> str:
@@ -182,11 +183,12 @@ class SharedVerdicts:
     def __init__(self, policy: Policy, facts: Derivation, bound: int = KEPT_VERDICTS) -> None:
         self._facts = facts  # where a runtime's intrinsic facts are read
         relevant = fields_that_matter(policy)
-        own = {f for f, spec in FIELDS.items() if spec.scope == RUNTIME and spec.intrinsic}
-        request_fields = sorted(f for f in relevant.tested | relevant.printed if FIELDS[f].scope in (REQUEST, MODEL))
-        self._request_values = reader(request_fields)
-        self._reads_catalog = reads_catalog(relevant.tested | relevant.printed)
-        self._runtime_values = reader(sorted(relevant.tested & own))
+        fields = policy.fields
+        own = {f for f, spec in fields.items() if spec.scope == RUNTIME and spec.intrinsic}
+        request_fields = sorted(f for f in relevant.tested | relevant.printed if fields[f].scope in (REQUEST, MODEL))
+        self._request_values = reader(request_fields, fields)
+        self._reads_catalog = reads_catalog(relevant.tested | relevant.printed, fields)
+        self._runtime_values = reader(sorted(relevant.tested & own), fields)
         printed_only = (relevant.printed - relevant.tested) & own
         self._prints = {i: printed & printed_only for i, printed in relevant.prints.items() if printed & printed_only}
         # by shape: the printed-only facts some verdict of that shape printed
@@ -342,9 +344,10 @@ class NamedVerdicts:
     def __init__(self, policy: Policy, bound: int = NAMED_VERDICTS) -> None:
         judged = [r for r in policy.rules if r.applies_to in (RUNTIME, ENTRY)]  # what renders from its record
         printed = {name for template in policy.templates(judged) for name in placeholders(template)}
-        facts = fields_that_matter(policy).tested | (printed & FIELDS.keys())
-        self._request_values = reader(sorted(f for f in facts if FIELDS[f].scope in (REQUEST, MODEL)))
-        self._reads_catalog = reads_catalog(facts)
+        fields = policy.fields
+        facts = fields_that_matter(policy).tested | (printed & fields.keys())
+        self._request_values = reader(sorted(f for f in facts if fields[f].scope in (REQUEST, MODEL)), fields)
+        self._reads_catalog = reads_catalog(facts, fields)
         self._verdicts: Lru[Key, Verdict] = Lru(bound)
 
     def judged(self, subject: Subject, base: Record, runtime: ServingRuntime, judge: Callable[[], Verdict]) -> Verdict:

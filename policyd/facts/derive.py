@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from policyd.backends import BACKENDS, Backend, engine_key
 from policyd.catalog.snapshot import NO_ACCELERATOR_CLASSES, AcceleratorClasses
-from policyd.facts.fields import fields_of
+from policyd.facts.fields import catalogue, neutral_record
 from policyd.facts.isvc_checks import isvc_check_facts
 from policyd.facts.profile import RuntimeProfile, read_profile
 from policyd.facts.scoring import Scoring
@@ -105,8 +105,11 @@ def _request_facts(isvc: InferenceService | None, subject: Subject) -> Record:
     }
 
 
-def _model_facts(model: BaseModel | None, ref: ModelRef | None, backends: Sequence[Backend[Any]]) -> Record:
-    extensions = {n: v for b in backends for n, v in b.model_facts(model).items()} if model else _NO_MODEL
+def _model_facts(
+    model: BaseModel | None, ref: ModelRef | None, backends: Sequence[Backend[Any]], none: Record
+) -> Record:
+    """``none``: the model facts of a request without a model (each field's neutral value)."""
+    extensions = {n: v for b in backends for n, v in b.model_facts(model).items()} if model else none
     return {
         **extensions,
         "model_found": model is not None,
@@ -134,10 +137,6 @@ def _model_facts(model: BaseModel | None, ref: ModelRef | None, backends: Sequen
         "model_pipeline_components": (", ".join(component_names(model)) or "<none>") if model else "",
         "model_hf_repo": hf_repo(model) if model else "",
     }
-
-
-# model facts of a request without a model (besides the ones _model_facts sets itself): neutral
-_NO_MODEL: Record = {name: spec.neutral_value for name, spec in fields_of(MODEL).items()}
 
 
 def _runtime_only_facts(runtime: ServingRuntime) -> Record:
@@ -283,6 +282,8 @@ class Derivation:
 
     def __init__(self, backends: Sequence[Backend[Any]] = BACKENDS) -> None:
         self.backends = tuple(backends)  # whose facts are derived
+        # model facts of a request without a model (besides the ones _model_facts sets itself)
+        self._no_model = neutral_record(MODEL, catalogue(self.backends))
         self._models: Bounded[str, Record] = Bounded(_MEMO_LIMIT)  # by the model's digest
         self._intrinsic = _Rows()
         self._engines: Bounded[tuple[str, str], Record] = Bounded(_MEMO_LIMIT)
@@ -292,14 +293,14 @@ class Derivation:
 
     def model_record(self, model: BaseModel) -> Record:
         """The model's own facts (what a lint record of the model carries): read them, do not change them."""
-        return self._models.get_or(model.digest, lambda: _model_facts(model, None, self.backends))
+        return self._models.get_or(model.digest, lambda: _model_facts(model, None, self.backends, self._no_model))
 
     def subject_record(self, subject: Subject) -> Record:
         """The request record: the InferenceService's facts and its model's."""
         if subject.model:
             model = self.model_record(subject.model)
         else:
-            model = _model_facts(None, subject.model_ref, self.backends)
+            model = _model_facts(None, subject.model_ref, self.backends, self._no_model)
         return {**_request_facts(subject.isvc, subject), **model}
 
     def intrinsic(self, runtime: ServingRuntime) -> Record:

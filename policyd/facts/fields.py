@@ -597,26 +597,29 @@ def catalogue(backends: Sequence[Backend[Any]]) -> dict[str, Field]:
 FIELDS = catalogue(BACKENDS)
 
 
-def fields_of(scope: str) -> dict[str, Field]:
-    """The fields a record of ``scope`` carries (its own and its outer scopes')."""
+def fields_of(scope: str, fields: Mapping[str, Field] = FIELDS) -> dict[str, Field]:
+    """The fields of ``fields`` (a catalogue: the registry's by default) a record of ``scope``
+    carries (its own and its outer scopes')."""
     seen = VISIBLE[scope]
     alone = scope in LINT_SCOPES or scope in ADMISSION_SCOPES
     return {
         name: spec
-        for name, spec in FIELDS.items()
+        for name, spec in fields.items()
         if spec.scope in seen and not (alone and spec.scope in (RUNTIME, ENTRY) and not spec.intrinsic)
     }
 
 
-def neutral_record(scope: str) -> dict[str, Any]:
-    """A record of ``scope`` where every field has its neutral value."""
-    return {name: spec.neutral_value for name, spec in fields_of(scope).items()}
+def neutral_record(scope: str, fields: Mapping[str, Field] = FIELDS) -> dict[str, Any]:
+    """A record of ``scope`` where every field (of ``fields``) has its neutral value."""
+    return {name: spec.neutral_value for name, spec in fields_of(scope, fields).items()}
 
 
-def reader(names: Sequence[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+def reader(
+    names: Sequence[str], fields: Mapping[str, Field] = FIELDS
+) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
     """The values of fields ``names`` in a record, as a hashable key (a list field's as a
     tuple): read in C but for the list fields, as memo keys read dozens of fields a request."""
-    lists = [i for i, name in enumerate(names) if FIELDS[name].type == LIST]
+    lists = [i for i, name in enumerate(names) if fields[name].type == LIST]
     if len(names) < 2:
         return lambda record: tuple(tuple(record[n]) if i in lists else record[n] for i, n in enumerate(names))
     read = itemgetter(*names)

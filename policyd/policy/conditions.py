@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from policyd.facts.fields import FIELDS
-from policyd.records import BOOL, INT, LIST, STR
+from policyd.records import BOOL, INT, LIST, STR, Field
+
+Fields = Mapping[str, Field]  # the fact catalogue a policy is compiled against (facts/fields.py)
 
 _COMPARE = {"ne": "$neq", "lt": "$lt", "lte": "$lte", "gt": "$gt", "gte": "$gte"}
 _ORDERED = ("lt", "lte", "gt", "gte")
@@ -20,14 +22,14 @@ class ConditionError(ValueError):
     pass
 
 
-def _literal(field: str, value: Any, used: set[str]) -> Any:
-    ftype = FIELDS[field].type
+def _literal(field: str, value: Any, used: set[str], fields: Fields) -> Any:
+    ftype = fields[field].type
     expected = _PY_TYPES.get(ftype)
     if isinstance(value, Mapping):
         ref = value.get("fact")
-        if set(value) != {"fact"} or ref not in FIELDS:
+        if set(value) != {"fact"} or not isinstance(ref, str) or ref not in fields:
             raise ConditionError(f"{field}: a value must be a literal or {{fact: <known field>}}, got {value!r}")
-        if FIELDS[ref].type != ftype:
+        if fields[ref].type != ftype:
             raise ConditionError(f"{field}: compared with {ref} of another type")
         used.add(ref)
         return {"$m": ref}
@@ -36,11 +38,11 @@ def _literal(field: str, value: Any, used: set[str]) -> Any:
     return value
 
 
-def _field_condition(field: str, spec: Any, used: set[str]) -> dict[str, Any]:
-    if field not in FIELDS:
+def _field_condition(field: str, spec: Any, used: set[str], fields: Fields) -> dict[str, Any]:
+    if field not in fields:
         raise ConditionError(f"unknown fact field {field!r}")
     used.add(field)
-    ftype = FIELDS[field].type
+    ftype = fields[field].type
     if isinstance(spec, Mapping) and "fact" not in spec:
         if len(spec) != 1:
             raise ConditionError(f"{field}: takes exactly one operator, got {sorted(spec)!r}")
@@ -57,21 +59,21 @@ def _field_condition(field: str, spec: Any, used: set[str]) -> dict[str, Any]:
     if op in ("in", "not_in"):
         if not isinstance(value, list) or not value:
             raise ConditionError(f"{field}: {op} takes a non-empty list")
-        each = [_literal(field, v, used) for v in value]
+        each = [_literal(field, v, used, fields) for v in value]
         if op == "in":
             return {"$or": [{field: v} for v in each]}
         return {"$and": [{"$neq": {field: v}} for v in each]}
     if op == "eq":
-        return {field: _literal(field, value, used)}
+        return {field: _literal(field, value, used, fields)}
     if op not in _COMPARE:
         raise ConditionError(f"{field}: unknown operator {op!r}")
     if op in _ORDERED and ftype != INT:
         raise ConditionError(f"{field}: {op} needs an integer field")
-    return {_COMPARE[op]: {field: _literal(field, value, used)}}
+    return {_COMPARE[op]: {field: _literal(field, value, used, fields)}}
 
 
-def compile_condition(when: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
-    """The durable-rules condition for ``when`` and the fact fields it tests."""
+def compile_condition(when: Mapping[str, Any], fields: Fields = FIELDS) -> tuple[dict[str, Any], frozenset[str]]:
+    """The durable-rules condition for ``when`` and the fact fields (of ``fields``) it tests."""
     used: set[str] = set()
 
     def build(node: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,7 +87,7 @@ def compile_condition(when: Mapping[str, Any]) -> tuple[dict[str, Any], frozense
                 parts = [build(part) for part in spec]
                 terms.append(parts[0] if len(parts) == 1 else {"$and" if key == "all" else "$or": parts})
             else:
-                terms.append(_field_condition(str(key), spec, used))
+                terms.append(_field_condition(str(key), spec, used, fields))
         return terms[0] if len(terms) == 1 else {"$and": terms}
 
     return build(when), frozenset(used)
@@ -154,7 +156,7 @@ _TESTS: dict[str, Callable[[Any, Any], bool]] = {
 Residual = bool | _Unknown | Constraint | tuple[Constraint, ...]  # a tuple: any of them fires it
 
 
-def _atom(op: str, field: str, value: Any, bound: Mapping[str, Any]) -> Residual:
+def _atom(op: str, field: str, value: Any, bound: Mapping[str, Any], fields: Fields) -> Residual:
     if isinstance(value, Mapping) and "$m" in value:
         other = value["$m"]
         if other in bound and field in bound:
@@ -167,10 +169,10 @@ def _atom(op: str, field: str, value: Any, bound: Mapping[str, Any]) -> Residual
             return _UNKNOWN
     elif field in bound:
         return _TESTS[op](bound[field], value)
-    if FIELDS[field].type == LIST:
+    if fields[field].type == LIST:
         return _UNKNOWN
     test, literal = _TESTS[op], value
-    outside = frozenset({value}) if op == "$neq" else frozenset({True, False}) if FIELDS[field].type == BOOL else None
+    outside = frozenset({value}) if op == "$neq" else frozenset({True, False}) if fields[field].type == BOOL else None
 
     def fires(v: Any) -> bool:
         return test(v, literal)
@@ -222,26 +224,28 @@ def _any(parts: list[Residual]) -> Residual:
     return tuple(found) if found else _UNKNOWN
 
 
-def _residual(node: Mapping[str, Any], bound: Mapping[str, Any]) -> Residual:
+def _residual(node: Mapping[str, Any], bound: Mapping[str, Any], fields: Fields) -> Residual:
     ((key, body),) = node.items()
     if key == "$and":
-        return _all([_residual(n, bound) for n in body])
+        return _all([_residual(n, bound, fields) for n in body])
     if key == "$or":
-        return _any([_residual(n, bound) for n in body])
+        return _any([_residual(n, bound, fields) for n in body])
     if key in ("$iany", "$iall"):
         return _list_atom(key, body, bound)
     if key in _TESTS:
         ((field, value),) = body.items()
-        return _atom(key, field, value, bound)
-    return _atom("$eq", key, body, bound)
+        return _atom(key, field, value, bound, fields)
+    return _atom("$eq", key, body, bound, fields)
 
 
-def pass_constraints(condition: Mapping[str, Any], bound: Mapping[str, Any]) -> tuple[Constraint, ...] | None:
+def pass_constraints(
+    condition: Mapping[str, Any], bound: Mapping[str, Any], fields: Fields = FIELDS
+) -> tuple[Constraint, ...] | None:
     """With the ``bound`` fields' values known, tests on single fields that a record on which
     the compiled ``condition`` does not fire must pass (each constraint must not fire); None
     when the condition fires whatever the other fields are. Sound, not complete: what cannot be
     reduced to one field is left out."""
-    residual = _residual(condition, bound)
+    residual = _residual(condition, bound, fields)
     if residual is _TRUE:
         return None
     if isinstance(residual, Constraint):

@@ -23,7 +23,7 @@ import durable_rules_engine
 from policyd.facts.fields import FIELDS, reader
 from policyd.memo import Bounded
 from policyd.policy.model import Rule
-from policyd.records import LIST, SCOPES
+from policyd.records import LIST, SCOPES, Field
 
 ANY = "__any__"
 _MEMO_LIMIT = 200_000
@@ -50,13 +50,13 @@ class _Host(durable.engine.Host):  # type: ignore[misc]
 class _Scope:
     """The compiled rules of one scope and the memo of what fires for which facts."""
 
-    def __init__(self, name: str, rules: Sequence[Rule]) -> None:
+    def __init__(self, name: str, rules: Sequence[Rule], catalogue: Mapping[str, Field]) -> None:
         self.name = name
         self.rules = tuple(sorted(rules, key=lambda r: r.order))
         self.fields = sorted(frozenset().union(*(r.fields for r in self.rules))) if self.rules else []
-        self.lists = {f for f in self.fields if FIELDS[f].type == LIST}
+        self.lists = {f for f in self.fields if catalogue[f].type == LIST}
         self.memo: Bounded[tuple[Any, ...], Fired] = Bounded(_MEMO_LIMIT)
-        self.key = reader(self.fields)
+        self.key = reader(self.fields, catalogue)
 
     def fact(self, index: int, record: Mapping[str, Any], sid: str) -> dict[str, Any]:
         fact: dict[str, Any] = {"_i": index, "sid": sid}
@@ -67,11 +67,12 @@ class _Scope:
 
 
 class RuleEngine:
-    def __init__(self, rules: Sequence[Rule]) -> None:
+    def __init__(self, rules: Sequence[Rule], catalogue: Mapping[str, Field] = FIELDS) -> None:
+        """``catalogue``: the fact fields the rules were compiled against (a policy's ``fields``)."""
         # allow rules act through the conditions of the rules they override
         self.rules = tuple(r for r in rules if r.effect != "allow")
         self._by_id = {r.id: r for r in self.rules}
-        self._scopes = {s: _Scope(s, [r for r in self.rules if r.applies_to == s]) for s in SCOPES}
+        self._scopes = {s: _Scope(s, [r for r in self.rules if r.applies_to == s], catalogue) for s in SCOPES}
         self._prefix = f"r{next(_ids)}"
         definitions = {
             f"{self._prefix}/{scope.name}": {

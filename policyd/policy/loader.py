@@ -17,10 +17,10 @@ import jsonschema
 import yaml
 
 from policyd.errors import InvalidInput
-from policyd.facts.fields import FIELDS, fields_of
+from policyd.facts.fields import CORE_FIELDS, FIELDS, fields_of
 from policyd.facts.scoring import Scoring
 from policyd.policy import templates
-from policyd.policy.conditions import ConditionError, compile_condition, negate
+from policyd.policy.conditions import ConditionError, Fields, compile_condition, negate
 from policyd.policy.effects import (
     DECIDING,
     EFFECTS,
@@ -175,13 +175,13 @@ def _templates(raw: Mapping[str, Any], keys: Sequence[str], allowed: Sequence[st
             raise fail(f"{key}: {err}") from None
 
 
-def _tests(raw: Mapping[str, Any], scope: str, fail: Any) -> tuple[RuleTest, ...]:
-    visible = fields_of(scope)
-    entry_fields = fields_of(ENTRY)
+def _tests(raw: Mapping[str, Any], scope: str, fail: Any, fields: Fields) -> tuple[RuleTest, ...]:
+    visible = fields_of(scope, fields)
+    entry_fields = fields_of(ENTRY, fields)
     tests = []
     for i, test in enumerate(raw.get("tests", [])):
         named = {*test["facts"], *(k for e in test.get("entries", []) for k in e)}
-        unknown = sorted(named - set(FIELDS))
+        unknown = sorted(named - set(fields))
         if unknown:
             raise fail(f"tests[{i}]: unknown fact field {', '.join(unknown)}")
         foreign = sorted(set(test["facts"]) - set(visible))
@@ -201,7 +201,7 @@ def _tests(raw: Mapping[str, Any], scope: str, fail: Any) -> tuple[RuleTest, ...
     return tuple(tests)
 
 
-def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
+def _rule(raw: Mapping[str, Any], source: str, line: int, fields: Fields) -> Rule:
     rule_id, scope, effect = raw["id"], raw["applies_to"], raw["effect"]
 
     def fail(reason: str) -> RuleFileError:
@@ -209,16 +209,16 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
 
     if effect not in scope_effects(scope):
         raise fail(f"a rule that applies to {scope} takes effect {' or '.join(scope_effects(scope))}, not {effect}")
-    visible = fields_of(scope)
+    visible = fields_of(scope, fields)
     try:
-        condition, used = compile_condition(raw["when"])
+        condition, used = compile_condition(raw["when"], fields)
     except ConditionError as err:
         raise fail(f"when: {err}") from None
     foreign = sorted(f for f in used if f not in visible)
     if foreign:
         raise fail(f"applies to {scope} but tests {', '.join(foreign)}, which {scope} records do not carry")
     if scope == RUNTIME and effect == "refuse":
-        request_bound = sorted(f for f in used if FIELDS[f].scope != RUNTIME or not FIELDS[f].intrinsic)
+        request_bound = sorted(f for f in used if fields[f].scope != RUNTIME or not fields[f].intrinsic)
         if request_bound:
             # the catalog refuses such a runtime on its own, before any request
             raise fail(f"a runtime refusal tests the runtime alone, not {', '.join(request_bound)}")
@@ -260,13 +260,13 @@ def _rule(raw: Mapping[str, Any], source: str, line: int) -> Rule:
         points=raw.get("points", 0),
         overrides=tuple(raw.get("overrides", ())),
         severity=raw.get("severity", ""),
-        tests=_tests(raw, scope, fail),
+        tests=_tests(raw, scope, fail, fields),
         source=source,
         line=line,
     )
 
 
-def _group(raw: Mapping[str, Any], source: str, line: int) -> Group:
+def _group(raw: Mapping[str, Any], source: str, line: int, fields: Fields) -> Group:
     group_id, scope = raw["id"], raw["applies_to"]
 
     def fail(reason: str) -> RuleFileError:
@@ -277,7 +277,7 @@ def _group(raw: Mapping[str, Any], source: str, line: int) -> Group:
     entries = raw.get("entries")
     if (entries is not None) != (scope == ENTRY):
         raise fail("entries (how several entries' reasons make the runtime's) is declared exactly on entry groups")
-    visible = list(fields_of(RUNTIME if scope == ENTRY else scope))
+    visible = list(fields_of(RUNTIME if scope == ENTRY else scope, fields))
     _templates(raw, ("component",), visible, fail)
     _templates(raw, ("advisory",), [*visible, "reason"], fail)
     if entries is not None:
@@ -294,7 +294,7 @@ def _group(raw: Mapping[str, Any], source: str, line: int) -> Group:
         kind=raw.get("kind", ""),
         component=raw.get("component", ""),
         advisory=raw.get("advisory", ""),
-        tests=_tests(raw, scope, fail),
+        tests=_tests(raw, scope, fail, fields),
         source=source,
         line=line,
     )
@@ -302,7 +302,7 @@ def _group(raw: Mapping[str, Any], source: str, line: int) -> Group:
 
 def _bool_entry_fields(names: Sequence[str], where: str, file: str) -> tuple[str, ...]:
     for name in names:
-        spec = FIELDS.get(name)
+        spec = CORE_FIELDS.get(name)  # entry facts are the core's alone (a backend declares none)
         if spec is None or spec.scope != ENTRY or spec.type != BOOL:
             raise RuleFileError(file, f"{where}: {name!r} is not a boolean entry fact")
     return tuple(names)
@@ -450,7 +450,7 @@ def _link(rules: list[Rule], groups: list[Group], kinds: Mapping[str, RefusalKin
     return linked
 
 
-def _apply_allows(rules: Sequence[Rule]) -> list[Rule]:
+def _apply_allows(rules: Sequence[Rule], fields: Fields) -> list[Rule]:
     """Each rule an allow rule overrides, with "and not the allow rule's condition" added to its own."""
     by_id = {r.id: r for r in rules}
     waivers: dict[str, list[Rule]] = {}
@@ -461,7 +461,7 @@ def _apply_allows(rules: Sequence[Rule]) -> list[Rule]:
                 reason = f"overrides unknown rule {target_id}"
             elif target.effect not in WAIVABLE:
                 reason = f"overrides {target_id}, whose effect {target.effect} cannot be overridden"
-            elif not allow.fields <= set(fields_of(target.applies_to)):
+            elif not allow.fields <= set(fields_of(target.applies_to, fields)):
                 reason = (
                     f"applies to {allow.applies_to} but overrides {target_id}, which applies to {target.applies_to}"
                 )
@@ -473,7 +473,7 @@ def _apply_allows(rules: Sequence[Rule]) -> list[Rule]:
     for rule in rules:
         if rule.id in waivers:
             when = {"all": [rule.when, *(negate(a.when) for a in waivers[rule.id])]}
-            condition, used = compile_condition(when)
+            condition, used = compile_condition(when, fields)
             rule = dataclasses.replace(rule, condition=condition, fields=used)
         out.append(rule)
     return out
@@ -496,6 +496,7 @@ def _unique(rules: Sequence[Rule], groups: Sequence[Group]) -> None:
 
 @dataclass
 class _Read:
+    fields: Fields  # the fact catalogue the rules are compiled against
     rules: list[Rule]
     groups: list[Group]
     found: Found
@@ -507,10 +508,12 @@ def _read_texts(texts: Sequence[RuleText], read: _Read, digest: Any) -> None:
         doc, lines = _read(name, text)
         digest.update(Path(name).name.encode() + b"\0" + text.encode() + b"\0")
         at = lines.get("rules", [])
-        read.rules.extend(_rule(raw, name, at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("rules", [])))
+        read.rules.extend(
+            _rule(raw, name, at[i] if i < len(at) else 0, read.fields) for i, raw in enumerate(doc.get("rules", []))
+        )
         at = lines.get("groups", [])
         read.groups.extend(
-            _group(raw, name, at[i] if i < len(at) else 0) for i, raw in enumerate(doc.get("groups", []))
+            _group(raw, name, at[i] if i < len(at) else 0, read.fields) for i, raw in enumerate(doc.get("groups", []))
         )
         _collect_settings(read.found, doc, Path(name))
         read.files.append(name)
@@ -525,23 +528,26 @@ def declares_settings(directory: Path) -> bool:
     return _declares([(str(path), path.read_text()) for path in rule_files(directory)])
 
 
-def load_policy(directory: Path, beside: Path | None = None) -> Policy:
+def load_policy(directory: Path, beside: Path | None = None, fields: Fields = FIELDS) -> Policy:
     """Read, validate and merge every rule file of ``directory`` (not its subdirectories).
     With ``beside``, a directory that declares no settings is a set of extra rules: they
-    join the policy in ``beside`` (its rules and settings), as they would when copied there."""
-    return load_policy_texts(directory_texts(directory), str(directory), beside)
+    join the policy in ``beside`` (its rules and settings), as they would when copied there.
+    ``fields``: the fact catalogue of the engine backends the policy is for (the registry's)."""
+    return load_policy_texts(directory_texts(directory), str(directory), beside, fields)
 
 
-def load_policy_texts(texts: Sequence[RuleText], where: str, beside: Path | None = None) -> Policy:
+def load_policy_texts(
+    texts: Sequence[RuleText], where: str, beside: Path | None = None, fields: Fields = FIELDS
+) -> Policy:
     """``load_policy`` of rule files given by name and content (``where`` names them as a whole)."""
-    read = _Read([], [], {}, [])
+    read = _Read(fields, [], [], {}, [])
     digest = hashlib.sha256()
     if beside is not None and not _declares(texts):
         _read_texts(directory_texts(beside), read, digest)
     _read_texts(texts, read, digest)
     settings = _settings(read.found, Path(where))
     _unique(read.rules, read.groups)
-    linked = _apply_allows(_link(read.rules, read.groups, settings.kinds))
+    linked = _apply_allows(_link(read.rules, read.groups, settings.kinds), fields)
     return Policy(
         revision=digest.hexdigest()[:12],
         rules=tuple(sorted(linked, key=lambda r: r.order)),
@@ -554,4 +560,5 @@ def load_policy_texts(texts: Sequence[RuleText], where: str, beside: Path | None
         none_selectable=settings.none_selectable,
         sources=tuple(read.files),
         defaults=settings.defaults,
+        fields=fields,
     )

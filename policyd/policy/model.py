@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policyd.facts.scoring import Scoring
+from policyd.records import Field
 
 SEVERITIES = ("error", "warning", "info")  # of findings, most severe first
 
@@ -115,6 +116,7 @@ class Policy:
     ranking: tuple[RankKey, ...]
     listed: frozenset[str]  # effects whose runtimes OME lists as excluded
     none_selectable: str  # the kind of the refusal when no runtime can be selected
+    fields: Mapping[str, Field]  # the fact catalogue it is compiled against: the core's and its backends'
     sources: tuple[str, ...] = field(default_factory=tuple)
     defaults: tuple[FieldDefault, ...] = ()  # in the order the rule file declares them
 

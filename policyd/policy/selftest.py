@@ -50,7 +50,7 @@ def _compare(problems: list[str], what: str, got: Any, expect: Mapping[str, Any]
 
 
 def _check_rule(test: RuleTest, rule: Rule, policy: Policy, engine: RuleEngine) -> list[str]:
-    record = {**neutral_record(rule.applies_to), **test.facts}
+    record = {**neutral_record(rule.applies_to, policy.fields), **test.facts}
     fired = engine.fire(rule.applies_to, [record])[0]
     deciding = [r for r in fired if r.effect in DECIDING]
     findings = [rule_reason(r, record).message for r in fired if r.effect == "finding"]
@@ -73,11 +73,14 @@ def _check_rule(test: RuleTest, rule: Rule, policy: Policy, engine: RuleEngine) 
 
 def _check_group(test: RuleTest, group: Group, policy: Policy, engine: RuleEngine) -> list[str]:
     scope = RUNTIME if group.applies_to == ENTRY else group.applies_to
-    record = {**neutral_record(scope), **test.facts}
+    record = {**neutral_record(scope, policy.fields), **test.facts}
     entries: Sequence[tuple[Mapping[str, Any], Fired]] = ()
     fired: Fired = ()
     if group.applies_to == ENTRY:
-        records = [{**neutral_record(ENTRY), **test.facts, "entry_index": i, **e} for i, e in enumerate(test.entries)]
+        records = [
+            {**neutral_record(ENTRY, policy.fields), **test.facts, "entry_index": i, **e}
+            for i, e in enumerate(test.entries)
+        ]
         entries = list(zip(records, engine.fire(ENTRY, records), strict=True))
     else:
         fired = engine.fire(scope, [record])[0]

@@ -18,8 +18,6 @@ from policyd.backends import BACKENDS
 from policyd.backends.interface import Backend, Judged
 from policyd.contract import policy_pb2 as pb
 from policyd.decision.decider import Decider
-from policyd.facts import fields
-from policyd.facts.derive import Derivation
 from policyd.facts.fields import CORE_FIELDS, FIELDS, catalogue
 from policyd.policy.revision import build_revision
 from policyd.records import BOOL, ENTRY, FROM_CATALOG, FROM_RUNTIME, INT, LIST, RUNTIME, STR, Field, Record
@@ -154,12 +152,12 @@ def test_a_backend_declares_no_field_declared_already_of_another_scope_or_read_f
         catalogue((*BACKENDS, Reading()))
 
 
-@pytest.fixture
-def toy_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The toy backend installed as the registry's line would: where the core reads the registry
-    (a Decider's Derivation takes the backends whose facts it derives and whose effect it reports)."""
-    for name, spec in TOY.fields.items():
-        monkeypatch.setitem(fields.FIELDS, name, spec)
+def toy_revision(rules: Path) -> Decider:
+    """A decider of ``rules`` (with the toy's rule file) for the registry's backends and the toy,
+    as the registry's line would install it: the revision's fact catalogue, its facts and its
+    answers' sections all take the backends from there, and nothing global changes."""
+    (rules / "35-toy-backend.yaml").write_text(TOY_RULES)
+    return Decider(build_revision(rules, backends=(*BACKENDS, TOY)))
 
 
 def toy_runtime(name: str, *args: str) -> dict[str, Any]:
@@ -168,11 +166,8 @@ def toy_runtime(name: str, *args: str) -> dict[str, Any]:
     return manifest
 
 
-@pytest.mark.usefixtures("toy_installed")
 def test_a_second_backend_is_a_package_and_a_rule_file(tmp_path: Path) -> None:
-    rules = copy_rules(tmp_path)
-    (rules / "35-toy-backend.yaml").write_text(TOY_RULES)
-    decider = Decider(build_revision(rules), Derivation((*BACKENDS, TOY)))
+    decider = toy_revision(copy_rules(tmp_path))
     objects = catalog(model(), toy_runtime("toy-turbo", "--turbo"), toy_runtime("toy-plain"))
     assert [v.runtime.meta.name for v in decider.select(objects, parsed_isvc(isvc())).ranking] == ["toy-plain"]
     selection, judged = decider.explain_all(objects, parsed_isvc(isvc()))
@@ -190,13 +185,10 @@ def test_a_second_backend_is_a_package_and_a_rule_file(tmp_path: Path) -> None:
     assert answer.backends.diffusers.refusal.rule_id == "toy-turbo-not-supported"
 
 
-@pytest.mark.usefixtures("toy_installed")
 def test_a_second_diffusion_backend_refuses_from_its_own_rule_file_on_the_pipeline_facts_every_backend_shares(
     tmp_path: Path,
 ) -> None:
-    rules = copy_rules(tmp_path)
-    (rules / "35-toy-backend.yaml").write_text(TOY_RULES)
-    decider = Decider(build_revision(rules), Derivation((*BACKENDS, TOY)))
+    decider = toy_revision(copy_rules(tmp_path))
     toy = toy_runtime("toy-diffusion")
     toy["spec"]["supportedModelFormats"] = [diffusers.entry()]
     objects = catalog(diffusers.model(), toy, diffusers.runtime("omni"))
