@@ -41,53 +41,48 @@ def _under(prefix: str, field: str) -> str:
     return f"{prefix}.{field}" if field and not field.startswith("[") else prefix + field
 
 
+class CallRefused(CallError):
+    """An error about the call as a whole, not one of its fields."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("", message)
+
+
 class LimitExceeded(CallError):
     """A request past one of policyd's limits (the field names the list or manifest)."""
 
     code = "RESOURCE_EXHAUSTED"
 
 
-class Busy(CallError):
+class Busy(CallRefused):
     """Too many calls of the kind in progress: RESOURCE_EXHAUSTED, for the caller to retry."""
 
     code = "RESOURCE_EXHAUSTED"
 
-    def __init__(self, message: str) -> None:
-        super().__init__("", message)
 
-
-class Forbidden(CallError):
+class Forbidden(CallRefused):
     """The caller may not call the method (policyd --authz)."""
 
     code = "PERMISSION_DENIED"
 
-    def __init__(self, message: str) -> None:
-        super().__init__("", message)
 
-
-class DeadlineExceeded(CallError):
+class DeadlineExceeded(CallRefused):
     """The call ran past its deadline: the client's, or --call-timeout."""
 
     code = "DEADLINE_EXCEEDED"
 
     def __init__(self, message: str = "the call ran past its deadline (the client's, or --call-timeout)") -> None:
-        super().__init__("", message)
+        super().__init__(message)
 
 
-class NotServing(CallError):
+class NotServing(CallRefused):
     """policyd cannot answer now (its catalog has not listed the cluster yet, or has not seen what
     the caller has): UNAVAILABLE, for the caller to try again, or another replica."""
 
     code = "UNAVAILABLE"
 
-    def __init__(self, message: str) -> None:
-        super().__init__("", message)
 
-
-class NotHere(CallError):
+class NotHere(CallRefused):
     """The call does not apply to this policyd as it runs (ApplyObjects under --cluster): FAILED_PRECONDITION."""
 
     code = "FAILED_PRECONDITION"
-
-    def __init__(self, message: str) -> None:
-        super().__init__("", message)
