@@ -30,7 +30,7 @@ from policyd.decision.answers import (
 from policyd.decision.candidates import Planner, index_for, selectable_candidates
 from policyd.decision.lookup import lookup
 from policyd.decision.ranking import deciding_key, rank
-from policyd.decision.verdict_cache import KeptRows, NamedVerdicts, SharedVerdicts
+from policyd.decision.verdict_cache import KeptRows, NamedVerdicts, SharedVerdicts, fields_that_matter, reads_catalog
 from policyd.decision.verdicts import RuntimeVerdict, Verdict, reasons
 from policyd.errors import InvalidInput
 from policyd.facts.derive import Derivation, Subject, component_records
@@ -63,6 +63,10 @@ class Decider:
         self.facts = facts or Derivation(revision.backends)
         self.backends = self.facts.backends
         self.shortcuts = shortcuts
+        relevant = fields_that_matter(revision.policy)
+        # whether a verdict may change with the AcceleratorClasses alone (a runtime or entry fact
+        # read from the catalog, records.py): what-if decides again on an edited one only then
+        self.reads_accelerator_classes = reads_catalog(relevant.tested | relevant.printed, revision.policy.fields)
         self._planner = Planner(revision.policy, self.facts) if shortcuts else None
         self._shared = SharedVerdicts(revision.policy, self.facts) if shortcuts else None
         self._named = NamedVerdicts(revision.policy) if shortcuts else None

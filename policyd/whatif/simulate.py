@@ -166,7 +166,8 @@ def simulate(
     keys = sorted({*old.inference_services, *new.inference_services, *mine})
     runtimes, models = _changed(old.runtimes, new.runtimes), _changed(old.models, new.models)
     # a verdict may read the AcceleratorClasses too (a fact with source catalog, records.py)
-    classes_alike = old.classes().revision == new.classes().revision
+    reads_classes = old_rev.reads_accelerator_classes or new_rev.reads_accelerator_classes
+    classes_alike = not reads_classes or old.classes().revision == new.classes().revision
     changes = []
     for key in keys:
         then = mine.get(key) or old.inference_services.get(key)

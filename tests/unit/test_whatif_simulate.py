@@ -248,3 +248,21 @@ def test_an_edited_accelerator_class_changes_the_decisions_its_runtimes_memory_d
     (change,) = simulate((world, revision), (proposal.catalog, revision)).changes
     assert (change.before.outcome, change.after.outcome) == ("selected", "refused")
     assert change.before.runtime_key == CSR
+
+
+def test_an_edited_accelerator_class_is_decided_again_only_under_rules_that_read_one(tmp_path: Path) -> None:
+    """Without a rule reading a fact of the catalog, an AcceleratorClass edit changes no verdict:
+    nothing is decided again for it; with one, every InferenceService is."""
+    (tmp_path / "gpu.yaml").write_text(GPU_MEMORY_RULE)
+    world = catalog(model(), runtime("srt-llama", classes=["gpu-a"]), isvc("svc"), _gpu("80Gi"))
+    after = propose(world, [parsed(_gpu("16Gi"))], []).catalog
+    calls: list[str] = []
+
+    def counted(c: Catalog, i: Any, r: Decider) -> Decision:
+        calls.append(i.meta.name)
+        return decide(c, i, r)
+
+    for revision, decided in ((plain(default_revision()), []), (plain(build_revision(tmp_path, RULES)), ["svc"])):
+        calls.clear()
+        simulate((world, revision), (after, revision), decide_before=counted)
+        assert calls == decided, revision.revision.id
