@@ -1,7 +1,7 @@
 """Calls that bring objects of their own — a request catalog, a what-if proposal or rules — and
 what they may take. Their objects are decided on in a memo scope of the call's own (memo.transient:
-nothing of them outlives the call), on the plain path (the fast path's shared verdicts keep what
-they judged), and the costly ones — Simulate, Lint, a request catalog past HEAVY_CATALOG_BYTES —
+nothing of them outlives the call), by a plain Decider (the serving one keeps what it judged,
+by shape), and the costly ones — Simulate, Lint, a request catalog past HEAVY_CATALOG_BYTES —
 are let in a few at a time: past the limit they are RESOURCE_EXHAUSTED at once, so they never hold
 every worker thread while the webhook's Admit and the controller's Decide (no request catalog, or
 a pin of a few kilobytes) wait behind them."""
