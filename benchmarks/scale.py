@@ -36,9 +36,11 @@ served for a while) on a loopback socket:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -151,7 +153,8 @@ def daemon(catalog: Path, cache_mb: int, processes: int, parse_cache: Path) -> I
         if processes > 1:
             cmd += ["--processes", str(processes)]
         began = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # a process group of its own: --processes workers go with their supervisor, whatever happens
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             while not ready.exists() or not ready.read_text():
                 if proc.poll() is not None:
@@ -164,9 +167,11 @@ def daemon(catalog: Path, cache_mb: int, processes: int, parse_cache: Path) -> I
         finally:
             proc.terminate()
             try:
-                proc.wait(timeout=20)
+                proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                print(f"policyd (pid {proc.pid}) did not stop within 30 s of SIGTERM: killed", file=sys.stderr)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what of its group is left
 
 
 def channel(address: str) -> grpc.Channel:

@@ -20,7 +20,7 @@ from prometheus_client import start_http_server
 from policyd.contract import policy_pb2, policy_pb2_grpc
 from policyd.daemon.statedir import StateDir, StateDirError
 from policyd.daemon.watch import Watcher
-from policyd.daemon.workers import AFFINITIES, pin_to_cpu, serving_state, supervise
+from policyd.daemon.workers import AFFINITIES, pin_to_cpu, serving_state, stop_with_parent, supervise
 from policyd.edge.gate import Gate
 from policyd.edge.limits import Limits
 from policyd.kube.sync import ClusterCatalog
@@ -409,6 +409,8 @@ def _serve(args: argparse.Namespace) -> int:
         extra={"address": address, "rules_revision": state.revision.id, "catalog_revision": state.catalog.revision},
     )
     stopping = stop_signal()
+    if shared:
+        stop_with_parent(stopping)
     announce(address, args.ready_file)
     wait_for_stop_signal(stopping, server, health_servicer, args.shutdown_grace, gate.drain)
     if probes is not None:

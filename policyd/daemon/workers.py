@@ -304,6 +304,24 @@ def supervise(argv: Sequence[str], args: argparse.Namespace) -> int:
         shutil.rmtree(root, ignore_errors=True)
 
 
+PARENT_POLL = 1.0  # seconds between a worker's looks at whether its supervisor is still there
+
+
+def stop_with_parent(stopping: threading.Event) -> None:
+    """A worker stops as at SIGTERM once its supervisor is gone (killed, it cannot stop them):
+    otherwise it would keep serving on the shared port, beside the workers of a supervisor
+    started again."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while not stopping.wait(PARENT_POLL):
+            if os.getppid() != parent:
+                log.warning("the supervisor is gone: stopping")
+                stopping.set()
+
+    threading.Thread(target=watch, name="supervisor-watch", daemon=True).start()
+
+
 def serving_state(journal: Path | None, *args: Any, **kwargs: Any) -> ServingState:
     """A worker's journaled state under ``--processes``, the plain state otherwise (the
     arguments are ServingState's)."""

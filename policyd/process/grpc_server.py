@@ -19,6 +19,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from policyd.process.health import HealthServicer
 from policyd.process.tls import is_loopback
 
 DEFAULT_GRACE = 20.0  # seconds for calls in progress at SIGTERM (Kubernetes waits 30 before SIGKILL)
@@ -185,7 +186,7 @@ def bind(
 def add_health(server: grpc.Server, services: Iterable[str], serving: bool = True) -> health.HealthServicer:
     """Standard gRPC health checking for the server ("") and each service: SERVING, or NOT_SERVING
     until ``set_serving`` (a daemon that must fill its catalog first)."""
-    servicer = health.HealthServicer()
+    servicer = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
     for name in ("", *services):

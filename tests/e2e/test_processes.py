@@ -179,3 +179,19 @@ def test_each_process_has_an_endpoint_of_its_own_and_a_client_balancing_over_the
                 assert time.monotonic() < deadline, f"{mine} did not serve again"
                 time.sleep(0.2)
         assert workers[0] not in _workers(address)
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
+def test_the_workers_of_a_supervisor_that_is_killed_stop_rather_than_serve_on(tmp_path: Path) -> None:
+    args = ["--processes", "2", "--log-level", "warning", "--parse-cache", "", "--catalog", str(tmp_path)]
+    with serving("policyd.daemon.main", args, "127.0.0.1:0") as address:
+        workers = _workers(address)
+        (supervisor,) = {_parent(pid) for pid in workers}
+        os.kill(supervisor, signal.SIGKILL)  # it cannot stop them: SIGTERM never reaches them
+        deadline = time.monotonic() + 60
+        while _workers(address):
+            assert time.monotonic() < deadline, f"workers {_workers(address)} outlived their supervisor by 60 s"
+            time.sleep(0.2)
