@@ -11,10 +11,12 @@ from typing import ClassVar
 class CallError(Exception):
     code: ClassVar[str] = "INTERNAL"
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, violations: tuple[tuple[str, str], ...] = ()) -> None:
+        """``violations``: every (field, description) pair when there are several; otherwise the one."""
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.message = message
+        self.violations = violations or ((field, message),)
 
 
 class InvalidInput(CallError, ValueError):
@@ -24,10 +26,6 @@ class InvalidInput(CallError, ValueError):
     unknown field); otherwise the one pair."""
 
     code = "INVALID_ARGUMENT"
-
-    def __init__(self, field: str, message: str, violations: tuple[tuple[str, str], ...] = ()) -> None:
-        super().__init__(field, message)
-        self.violations = violations or ((field, message),)
 
     def under(self, prefix: str) -> InvalidInput:
         """The same error with its field paths placed under ``prefix``."""

@@ -173,7 +173,7 @@ class Index:
         buckets: dict[Bucket, list[Key]] = {}
         entryless: dict[tuple[str, str], list[Key]] = {}
         for key, runtime in catalog.runtimes.items():
-            _add(buckets, entryless, key, runtime, (scoring, fields, facts))
+            _add(buckets, entryless, key, runtime, scoring, fields, facts)
         return Index(
             scoring,
             fields,
@@ -244,9 +244,10 @@ def _add(
     entryless: dict[tuple[str, str], list[Key]],
     key: Key,
     runtime: ServingRuntime,
-    reading: tuple[Scoring, frozenset[str], Derivation],
+    scoring: Scoring,
+    fields: frozenset[str],
+    facts: Derivation,
 ) -> None:
-    scoring, fields, facts = reading
     kind, ns, _ = key
     own = facts.intrinsic(runtime)
     for name in fields & own.keys():

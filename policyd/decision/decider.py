@@ -14,6 +14,7 @@ shortcuts must equal (tests/decision/test_fast_path.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, make_key
@@ -63,13 +64,22 @@ class Decider:
         self.facts = facts or Derivation(revision.backends)
         self.backends = self.facts.backends
         self.shortcuts = shortcuts
-        relevant = fields_that_matter(revision.policy)
-        # whether a verdict may change with the AcceleratorClasses alone (a runtime or entry fact
-        # read from the catalog, records.py): what-if decides again on an edited one only then
-        self.reads_accelerator_classes = reads_catalog(relevant.tested | relevant.printed, revision.policy.fields)
         self._planner = Planner(revision.policy, self.facts) if shortcuts else None
         self._shared = SharedVerdicts(revision.policy, self.facts) if shortcuts else None
         self._named = NamedVerdicts(revision.policy) if shortcuts else None
+
+    @cached_property
+    def reads_accelerator_classes(self) -> bool:
+        """Whether a verdict may change with the AcceleratorClasses alone (a runtime or entry fact
+        read from the catalog, records.py): what-if decides again on an edited one only then.
+        Worked out when asked: a plain decider is made per call that brings objects."""
+        relevant = fields_that_matter(self.policy)
+        return reads_catalog(relevant.tested | relevant.printed, self.policy.fields)
+
+    @cached_property
+    def neutral_runtime(self) -> Record:
+        """A runtime record of this policy's fields, each at its neutral value: read it, do not change it."""
+        return neutral_record(RUNTIME, self.policy.fields)
 
     def plain(self) -> Decider:
         """This revision judging every runtime and keeping nothing (its engine is this one's:
@@ -422,7 +432,7 @@ class Decider:
         if runtime is not None:
             record = self.facts.runtime_record(subject, base, runtime, (), policy.scoring, isvc.runtime is not None)
         else:
-            record = {**neutral_record(RUNTIME, policy.fields), **base}
+            record = {**self.neutral_runtime, **base}
         components = component_records(record, isvc, runtime)
         fired = self.revision.engine.fire(COMPONENT, components)
         modes = []

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from policyd.decision.decider import Decider
 from policyd.decision.verdicts import Verdict
 from policyd.facts.derive import Subject
-from policyd.facts.fields import neutral_record
 from policyd.policy.effects import BLOCK
 from policyd.policy.outcomes import Reason, Refusal, refusal, runtime_checks
 from policyd.records import RUNTIME
@@ -21,8 +20,7 @@ def refusal_when_named(decider: Decider, runtime: ServingRuntime) -> Reason | No
     request and a model that pass every other check."""
     policy = decider.policy
     subject = Subject("", None, None)
-    neutral = neutral_record(RUNTIME, policy.fields)
-    record = decider.facts.runtime_record(subject, neutral, runtime, (), policy.scoring, True)
+    record = decider.facts.runtime_record(subject, decider.neutral_runtime, runtime, (), policy.scoring, True)
     fired = decider.revision.engine.fire(RUNTIME, [record])[0]
     checks, _ = runtime_checks(policy, record, fired, ())
     # an entry group's check says "no entry matches": it is about the model, not the runtime alone
@@ -41,8 +39,7 @@ def first_catalog_refusal(decider: Decider, objects: Sequence[object]) -> tuple[
 def catalog_refusals(decider: Decider, runtimes: Sequence[ServingRuntime]) -> list[list[Refusal]]:
     """What the policy refuses in each runtime itself (the catalog does not take it): its
     runtime rules with effect refuse, which test the runtime alone. One batch for all."""
-    neutral = neutral_record(RUNTIME, decider.policy.fields)
-    records = [{**neutral, **decider.facts.intrinsic(runtime)} for runtime in runtimes]
+    records = [{**decider.neutral_runtime, **decider.facts.intrinsic(runtime)} for runtime in runtimes]
     fired = decider.revision.engine.fire(RUNTIME, records)
     return [
         [refusal(decider.policy, r, record) for r in hits if r.effect == "refuse"]

@@ -17,7 +17,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from policyd.edge.metadata_keys import FIELD_KEY, WARNING_KEY, encoded
-from policyd.errors import CallError, InvalidInput
+from policyd.errors import CallError
 
 Trailers = tuple[tuple[str, str | bytes], ...]
 
@@ -30,13 +30,12 @@ class _Status(grpc.Status):  # type: ignore[misc]  # grpc.Status is an untyped a
 
 
 def _bad_request(err: CallError) -> Message | None:
-    violations = err.violations if isinstance(err, InvalidInput) else ((err.field, err.message),)
-    if not any(field for field, _ in violations):
+    if not any(field for field, _ in err.violations):
         return None  # about the request as a whole (it does not decode): the message says it all
     found: Message = error_details_pb2.BadRequest(
         field_violations=[
             error_details_pb2.BadRequest.FieldViolation(field=field, description=description)
-            for field, description in violations
+            for field, description in err.violations
         ]
     )
     return found
