@@ -19,6 +19,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from policyd.process.exiting import EXIT_MARGIN, exit_within
 from policyd.process.health import HealthServicer
 from policyd.process.tls import is_loopback
 
@@ -240,8 +241,10 @@ def wait_for_stop_signal(
 ) -> None:
     """Serve until ``stopping`` is set, then report NOT_SERVING so clients drain, refuse new calls,
     and stop once the calls already accepted finish (up to ``grace`` seconds in all; ``drain``
-    refuses and waits first, giving back the grace left)."""
+    refuses and waits first, giving back the grace left). A process still here when every step's
+    bound has passed shows its threads' stacks and exits 1 (``exit_within``)."""
     until_stopped(stopping)
+    exit_within(grace + STOP_MARGIN + EXIT_MARGIN)
     health_servicer.enter_graceful_shutdown()
     if drain is not None:
         grace = drain(grace)

@@ -92,14 +92,18 @@ def started(command: list[Any], ready: Path, timeout: float = 60, **popen: Any) 
         stop(proc, str(command[2] if command[1:2] == ["-m"] else command[0]))  # the module, for python -m
 
 
+STACKS = "most recent call first"  # faulthandler's heading of a thread's stack
+
+
 def stop(proc: subprocess.Popen[str], name: str) -> None:
-    """SIGTERM, and SIGKILL to its whole process group if it has not stopped within STOP_SECONDS
-    (then an AssertionError with what it printed, its threads' stacks last)."""
-    stuck = False
+    """SIGTERM, and SIGKILL to its whole process group if it has not stopped within STOP_SECONDS.
+    An AssertionError with what it printed, its threads' stacks last, when it did not stop or
+    when a step of its stopping hung until exit_within ended it (it exits 1 then)."""
+    stuck = late = False
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(timeout=STOP_SECONDS)
+            late = proc.wait(timeout=STOP_SECONDS) == 1
         except subprocess.TimeoutExpired:
             stuck = True
             proc.send_signal(signal.SIGABRT)  # faulthandler (see started) prints where each thread is
@@ -107,6 +111,9 @@ def stop(proc: subprocess.Popen[str], name: str) -> None:
                 proc.wait(timeout=10)
     with suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # whatever of its group is left (none, when it stopped cleanly)
-    if stuck:
-        _, err = proc.communicate()
-        raise AssertionError(f"{name} did not stop within {STOP_SECONDS}s of SIGTERM; its threads then:\n{err}")
+    if stuck or late:
+        err = proc.communicate()[1] or ""
+        if stuck:
+            raise AssertionError(f"{name} did not stop within {STOP_SECONDS}s of SIGTERM; its threads then:\n{err}")
+        if STACKS in err:
+            raise AssertionError(f"{name} hung while stopping and was ended by its own bound; its threads:\n{err}")

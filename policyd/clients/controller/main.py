@@ -24,10 +24,13 @@ from policyd.clients.controller.operator import lead
 from policyd.clients.controller.reconcile import Reconciler
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
 from policyd.kubeconfig import ConfigError, load_configuration
-from policyd.process.exiting import exit_now
+from policyd.process.exiting import exit_now, exit_within
 from policyd.process.logs import configure_logging
 
 log = logging.getLogger("policyd.controller")
+# seconds a stopping controller has for the keys in progress and the lease's release: under the 30
+# Kubernetes waits before SIGKILL, so a stop that hangs leaves its threads' stacks in the log
+STOP_SECONDS = 25.0
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -112,6 +115,7 @@ async def run(args: argparse.Namespace) -> int:
     waiters = {asyncio.create_task(lost.wait()), asyncio.create_task(stop.wait())}
     try:
         await asyncio.wait({operator, *waiters}, return_when=asyncio.FIRST_COMPLETED)
+        exit_within(STOP_SECONDS)
         operator.cancel()  # a no-op when it ended (kopf stopped on SIGTERM)
         with contextlib.suppress(asyncio.CancelledError):
             await operator

@@ -23,7 +23,7 @@ from policyd.clients.webhook.cluster_reads import ClusterReads, reads_client
 from policyd.clients.webhook.server import WebhookServer
 from policyd.contract import policy_pb2_grpc
 from policyd.kubeconfig import ConfigError, load_configuration
-from policyd.process.exiting import exit_now
+from policyd.process.exiting import EXIT_MARGIN, exit_now, exit_within
 from policyd.process.grpc_server import announce, stop_signal, until_stopped
 from policyd.process.logs import configure_logging
 
@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     announce(f"{host}:{port}", args.ready_file)
     log.info("serving", extra={"listen": f"{host}:{port}", "policyd": args.policyd})
     until_stopped(stop)
+    exit_within(DRAIN_TIMEOUT + EXIT_MARGIN)
     server.shutdown()  # no new connections; the reviews under way are answered
     server.server_close()
     if not server.in_flight.wait(DRAIN_TIMEOUT):
