@@ -23,6 +23,7 @@ from testkit.cluster import Cluster
 from testkit.shared import CATALOG
 
 from policyd.clients.controller.kube import APPLIED, WORKLOAD_KINDS
+from policyd.clients.controller.main import STOP_SECONDS
 from policyd.resources import kinds as ome
 
 T = TypeVar("T")
@@ -76,7 +77,8 @@ class Controller:
     def logged(self, needle: str) -> list[dict[str, Any]]:
         return [entry for entry in self.logs() if needle in json.dumps(entry)]
 
-    def stop(self, timeout: float = 20.0) -> int:
+    def stop(self, timeout: float = STOP_SECONDS + 10) -> int:
+        """SIGTERM; its exit code (1, its threads' stacks in the log, when stopping hung past its bound)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=timeout)
