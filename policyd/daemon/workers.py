@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from policyd.catalog.snapshot import Catalog, CatalogObject, Key
-from policyd.process.grpc_server import Listen, announce
+from policyd.process.grpc_server import Listen, announce, stop_bound
 from policyd.server.state import Change, ServingState
 
 log = logging.getLogger("policyd.processes")
@@ -293,7 +293,8 @@ def supervise(argv: Sequence[str], args: argparse.Namespace) -> int:
         for worker in workers:
             if worker.poll() is None:
                 worker.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + args.shutdown_grace + 5
+        # a worker whose stop hangs ends itself at its bound, its stacks in the log: killed only past it
+        deadline = time.monotonic() + stop_bound(args.shutdown_grace) + 1
         for worker in workers:
             try:
                 worker.wait(timeout=max(0.1, deadline - time.monotonic()))

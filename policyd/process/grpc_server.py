@@ -232,6 +232,11 @@ def until_stopped(stopping: threading.Event) -> None:
         pass
 
 
+def stop_bound(grace: float) -> float:
+    """Seconds after SIGTERM by which a server given ``grace`` has exited, one way or the other."""
+    return grace + STOP_MARGIN + EXIT_MARGIN
+
+
 def wait_for_stop_signal(
     stopping: threading.Event,
     server: grpc.Server,
@@ -244,7 +249,7 @@ def wait_for_stop_signal(
     refuses and waits first, giving back the grace left). A process still here when every step's
     bound has passed shows its threads' stacks and exits 1 (``exit_within``)."""
     until_stopped(stopping)
-    exit_within(grace + STOP_MARGIN + EXIT_MARGIN)
+    exit_within(stop_bound(grace))
     health_servicer.enter_graceful_shutdown()
     if drain is not None:
         grace = drain(grace)
