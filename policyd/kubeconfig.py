@@ -1,4 +1,5 @@
-"""Where policyd and its clients find the Kubernetes API: kubectl's lookup, in one place."""
+"""Where policyd and its clients find the Kubernetes API (kubectl's lookup), and a client for it
+whose every call is bounded, in one place."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import functools
 import os
 import shutil
 import tempfile
+from typing import Any
 
-from kubernetes import config
+from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from policyd.process.exiting import at_exit
@@ -61,3 +63,22 @@ def scratch_directory() -> str:
 def discovery_cache() -> str:
     """The dynamic client's discovery cache file: in scratch_directory()."""
     return os.path.join(scratch_directory(), "discovery.json")
+
+
+Timeout = float | tuple[float, float]  # the kubernetes client's: total seconds, or (connect, read)
+
+
+class BoundedApiClient(client.ApiClient):
+    """An API client whose calls that set no ``_request_timeout`` of their own get ``timeout``: a
+    call to an API server that stopped answering (a connection left half-open by its restart)
+    fails as unreachable instead of holding its thread for good. The typed APIs and the dynamic
+    client all call through ``call_api``."""
+
+    def __init__(self, timeout: Timeout, configuration: client.Configuration | None = None) -> None:
+        super().__init__(configuration)
+        self.timeout = timeout
+
+    def call_api(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("_request_timeout") is None:
+            kwargs["_request_timeout"] = self.timeout
+        return super().call_api(*args, **kwargs)

@@ -18,6 +18,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
+from policyd.kubeconfig import BoundedApiClient
+
 log = logging.getLogger("policyd.controller.leader")
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 LEASE_NAME = "policy-controller"
@@ -103,7 +105,7 @@ class Lease(LeaseLock):
     def __init__(self, name: str, namespace: str, identity: str, timeout: float) -> None:
         super().__init__(name, namespace, identity)
         # each call bounded: one that hangs must not keep a leader acting past its renew deadline
-        self.api_instance = _BoundedLeases(timeout)
+        self.api_instance = client.CoordinationV1Api(BoundedApiClient(timeout))
 
     def get(self, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
         try:
@@ -131,7 +133,7 @@ class Lease(LeaseLock):
         """Give the lease up on a clean stop, so that a standby takes over at its next try instead
         of after the lease duration (a standby takes a lease without a holder at once)."""
         self.released = True
-        leases = client.CoordinationV1Api()
+        leases = self.api_instance  # bounded: a stopping controller does not wait on a silent API server
         try:
             lease = leases.read_namespaced_lease(self.name, self.namespace)
             if lease.spec is None or lease.spec.holder_identity != self.identity:
@@ -140,23 +142,3 @@ class Lease(LeaseLock):
             leases.replace_namespaced_lease(self.name, self.namespace, lease)
         except (ApiException, *UNREACHABLE) as err:
             log.warning("could not release the lease: %s", err)  # the standby takes it when it expires
-
-
-class _BoundedLeases(client.CoordinationV1Api):
-    """The Lease calls the lock makes, each with a request timeout."""
-
-    def __init__(self, timeout: float) -> None:
-        super().__init__()
-        self._timeout = timeout
-
-    def read_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("_request_timeout", self._timeout)
-        return super().read_namespaced_lease(*args, **kwargs)
-
-    def create_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("_request_timeout", self._timeout)
-        return super().create_namespaced_lease(*args, **kwargs)
-
-    def replace_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("_request_timeout", self._timeout)
-        return super().replace_namespaced_lease(*args, **kwargs)

@@ -23,7 +23,7 @@ from policyd.clients.controller.kube import Kube
 from policyd.clients.controller.operator import lead
 from policyd.clients.controller.reconcile import Reconciler
 from policyd.contract import policy_pb2_grpc, render_pb2_grpc
-from policyd.kubeconfig import ConfigError, load_configuration
+from policyd.kubeconfig import BoundedApiClient, ConfigError, load_configuration
 from policyd.process.exiting import exit_now, exit_within
 from policyd.process.logs import configure_logging
 
@@ -31,6 +31,9 @@ log = logging.getLogger("policyd.controller")
 # seconds a stopping controller has for the keys in progress and the lease's release: under the 30
 # Kubernetes waits before SIGKILL, so a stop that hangs leaves its threads' stacks in the log
 STOP_SECONDS = 25.0
+# each call to the API server: seconds to connect, and to wait for its next bytes (a page of a list
+# included) — one to a server that stopped answering fails and is retried, not waited on for good
+API_TIMEOUT = (5.0, 30.0)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -102,7 +105,7 @@ async def run(args: argparse.Namespace) -> int:
     configuration = client.Configuration.get_default_copy()
     # a connection per worker, and the lists and the audit's: urllib3 discards what does not fit
     configuration.connection_pool_maxsize = args.workers + 2
-    api = client.ApiClient(configuration)
+    api = BoundedApiClient(API_TIMEOUT, configuration)
     kube = Kube(api, me)
     catalog = CatalogSync(policy, args.policyd)
     controller = Controller(
