@@ -149,13 +149,20 @@ class ServingState:
             revision = build_revision(self.rules_dir)
         except RuleFileError as err:
             attempt = ReloadAttempt(self.revision.id, False, time.time(), str(err), err.file, err.rule_id, err.line)
+            self.last_attempt = attempt
         else:
             revision.engine.warm_from(self.revision.engine)
             decider = Decider(revision, self.facts)
             decider.prepare(self._catalog)
-            self._refs.retire(self.decider, lambda: setattr(self, "decider", decider))
             attempt = ReloadAttempt(revision.id, True, time.time())
-        self.last_attempt = attempt
+
+            def swap() -> None:
+                # the attempt first: a call that decides with the new rules reports them as the last
+                # attempt too (closing the old decider, after the swap, can take a while)
+                self.last_attempt = attempt
+                self.decider = decider
+
+            self._refs.retire(self.decider, swap)
         self._on_reload(attempt)
         return attempt
 

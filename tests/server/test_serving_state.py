@@ -5,9 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from testkit.shared import RULES
 
 from policyd.contract import policy_pb2 as pb
+from policyd.decision.decider import Decider
 from policyd.server.state import ENTRY_OVERHEAD, DecisionCache, ServingState
 from policyd.server.wire import encode
 
@@ -56,6 +58,38 @@ def test_a_refused_rules_change_keeps_the_last_good_revision(tmp_path: Path) -> 
     assert not attempt.ok and attempt.rule_id == "runtime-disabled" and attempt.file.endswith("10-runtime.yaml")
     assert "runtime_gone" in attempt.error
     assert state.revision is good and attempts == [attempt]
+
+
+def test_a_call_deciding_with_reloaded_rules_gets_them_as_the_last_attempt_after_a_refused_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GetStatus's revisions and last attempt agree for any call that begins once the new rules
+    decide — also while the old rules are being closed, which can take a while on a loaded machine."""
+    rules = tmp_path / "rules"
+    shutil.copytree(RULES, rules, ignore=shutil.ignore_patterns("examples"))
+    seen: list[tuple[str, str, bool]] = []
+    close = Decider.close
+
+    def a_call_arrives_while_closing(decider: Decider) -> None:
+        with state.hold_decider() as serving:
+            seen.append((serving.revision.id, state.last_attempt.revision, state.last_attempt.ok))
+        close(decider)
+
+    monkeypatch.setattr(Decider, "close", a_call_arrives_while_closing)  # observed, then done as ever
+    state = ServingState(rules, None, lambda attempt: None)
+    original = (rules / "10-runtime.yaml").read_text()
+    (rules / "10-runtime.yaml").write_text(original.replace("runtime_disabled: true}", "runtime_gone: true}"))
+    assert not state.reload_rules().ok
+    (rules / "10-runtime.yaml").write_text(original)
+    selection = rules / "90-selection.yaml"
+    selection.write_text(
+        selection.read_text().replace(
+            "[ServingRuntime, ClusterServingRuntime]", "[ClusterServingRuntime, ServingRuntime]"
+        )
+    )
+    reloaded = state.reload_rules()
+    assert reloaded.ok
+    assert seen == [(reloaded.revision, reloaded.revision, True)]
 
 
 def test_the_decision_cache_keeps_the_most_recent_answers_within_its_byte_budget() -> None:
